@@ -1,0 +1,116 @@
+# memcached-operator
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+ROOT := $(shell pwd)
+BIN_DIR := $(ROOT)/bin
+K8S_BIN := $(BIN_DIR)/k8s
+CLUSTER_NAME ?= memcached-operator
+export CLUSTER_NAME
+LOCAL_KUBECONFIG := $(ROOT)/.local/$(CLUSTER_NAME).kubeconfig
+KUBECTL := $(K8S_BIN)/kubectl
+CONTROLLER_GEN := go tool controller-gen
+IMG ?= memcached-operator:latest
+# The tests need the control-plane binaries: envtest starts etcd and
+# kube-apiserver from here, the cluster tests run kwokctl.
+export KUBEBUILDER_ASSETS := $(K8S_BIN)
+GO_TEST_FLAGS ?=
+
+.DEFAULT_GOAL := help
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: generate
+generate: ## Generate deepcopy functions and apply configurations (applyconfig/).
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt applyconfiguration:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+.PHONY: manifests
+manifests: ## Generate the CRD (manifests/crd/bases) and the ClusterRole (manifests/rbac) from markers.
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=manifests/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=memcached-operator-manager paths=./pkg/... output:rbac:artifacts:config=manifests/rbac
+
+.PHONY: fmt
+fmt: ## Run gofmt on the code.
+	gofmt -l -w $$(git ls-files '*.go')
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+	go vet -tags e2e ./e2e/...
+
+.PHONY: lint
+lint: ## Check formatting and run go vet (gofmt -l must print nothing).
+	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "not gofmt-ed:"; echo "$$out"; exit 1; fi
+	go vet ./...
+
+.PHONY: verify
+verify: generate manifests ## Regenerate everything and fail on any difference, or an untidy go.mod.
+	go mod tidy
+	@for d in hack/tools/*/; do (cd $$d && go mod tidy); done
+	@if [ -n "$$(git status --porcelain -- api applyconfig manifests go.mod go.sum hack/tools)" ]; then \
+		echo "generated files or go.mod are out of date; run 'make generate manifests' and 'go mod tidy':"; \
+		git status --porcelain -- api applyconfig manifests go.mod go.sum hack/tools; git diff --stat; exit 1; fi
+	@$(MAKE) --no-print-directory lint
+
+.PHONY: test
+test: k8s-binaries ## Run all tests: unit, integration (real kube-apiserver) and local-cluster tests.
+	go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-e2e
+test-e2e: ## Run the end-to-end suite (not written yet: fails).
+	@echo "the end-to-end suite does not exist yet" >&2; exit 1
+
+.PHONY: bench
+bench: ## Measure what the operator costs the apiserver (not written yet: fails).
+	@echo "the benchmark does not exist yet" >&2; exit 1
+
+##@ Local cluster
+
+.PHONY: k8s-binaries
+k8s-binaries: ## Build the local control plane into bin/k8s (cached: only what changed is rebuilt).
+	hack/build-cluster.sh
+
+.PHONY: cluster-up
+cluster-up: k8s-binaries ## Create the local cluster (idempotent); kubeconfig in .local/$(CLUSTER_NAME).kubeconfig.
+	hack/cluster.sh up
+
+.PHONY: cluster-down
+cluster-down: ## Delete the local cluster and stop its processes.
+	hack/cluster.sh down
+
+##@ Build and run
+
+.PHONY: build
+build: ## Build the operator binary into bin/manager.
+	CGO_ENABLED=0 go build -trimpath -o $(BIN_DIR)/manager ./cmd
+
+.PHONY: run
+run: build k8s-binaries ## Run the operator from source on $$KUBECONFIG, or on the local cluster (created if needed).
+	hack/run.sh
+
+.PHONY: install
+install: ## Install the CRD into the cluster of $$KUBECONFIG (the local cluster if unset).
+	$(KUBECTL) --kubeconfig "$${KUBECONFIG:-$(LOCAL_KUBECONFIG)}" apply --server-side -f manifests/crd/bases
+
+.PHONY: uninstall
+uninstall: ## Remove the CRD (and with it every Memcached) from the cluster of $$KUBECONFIG.
+	$(KUBECTL) --kubeconfig "$${KUBECONFIG:-$(LOCAL_KUBECONFIG)}" delete --ignore-not-found -f manifests/crd/bases
+
+.PHONY: deploy
+deploy: ## Deploy the operator in-cluster (not written yet: fails).
+	@echo "in-cluster deployment manifests do not exist yet" >&2; exit 1
+
+.PHONY: undeploy
+undeploy: ## Remove the in-cluster operator (not written yet: fails).
+	@echo "in-cluster deployment manifests do not exist yet" >&2; exit 1
+
+.PHONY: docker-build
+docker-build: ## Build the operator image with Docker (needs a Docker engine).
+	docker build -t $(IMG) .

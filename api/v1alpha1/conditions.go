@@ -1,0 +1,54 @@
+package v1alpha1
+
+// Condition types of a Memcached's status.
+const (
+	// ConditionAvailable is True when at least the minimum number of
+	// memcached pods (all but one of spec.size, and at least one) are ready.
+	// This is the tutorial operator's condition: `kubectl wait
+	// --for=condition=Available memcached/NAME` waits on it.
+	ConditionAvailable = "Available"
+
+	// ConditionProgressing is True while the Deployment is rolling out a
+	// change or scaling, and False once the rollout is complete or stalled.
+	ConditionProgressing = "Progressing"
+
+	// ConditionDegraded is True when the cache cannot reach its desired
+	// state without help: a stalled rollout, a Deployment the operator does
+	// not own, or an apply the apiserver refuses.
+	ConditionDegraded = "Degraded"
+
+	// ConditionReconciling is the kstatus condition: True while the
+	// observed state is not yet the desired state. Flux and other kstatus
+	// readers report the object InProgress while it is True.
+	ConditionReconciling = "Reconciling"
+
+	// ConditionStalled is the kstatus condition: True when progress has
+	// stopped and needs a person. kstatus readers report the object Failed
+	// while it is True.
+	ConditionStalled = "Stalled"
+)
+
+// Condition reasons of a Memcached's status.
+const (
+	// ReasonMinimumReplicasAvailable: enough pods are ready.
+	ReasonMinimumReplicasAvailable = "MinimumReplicasAvailable"
+	// ReasonMinimumReplicasUnavailable: too few pods are ready.
+	ReasonMinimumReplicasUnavailable = "MinimumReplicasUnavailable"
+	// ReasonScaledToZero: spec.size is 0, so no pod is expected.
+	ReasonScaledToZero = "ScaledToZero"
+	// ReasonRollingOut: the Deployment is rolling out or scaling.
+	ReasonRollingOut = "RollingOut"
+	// ReasonRolloutComplete: every desired pod is updated and ready.
+	ReasonRolloutComplete = "RolloutComplete"
+	// ReasonRolloutStalled: the Deployment exceeded its progress deadline.
+	ReasonRolloutStalled = "RolloutStalled"
+	// ReasonDeploymentNotOwned: a Deployment with the Memcached's name
+	// exists and is not controlled by it; the operator leaves it alone.
+	ReasonDeploymentNotOwned = "DeploymentNotOwned"
+	// ReasonApplyFailed: the apiserver refused the Deployment the operator applied.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonDeploymentPending: the Deployment has not been observed yet.
+	ReasonDeploymentPending = "DeploymentPending"
+	// ReasonAsExpected: nothing is wrong.
+	ReasonAsExpected = "AsExpected"
+)

@@ -1,0 +1,156 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MemcachedSpec is the desired state of a Memcached cache.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.memoryLimitMiB) || !has(self.resources) || !has(self.resources.limits) || !('memory' in self.resources.limits) || quantity(string(self.resources.limits.memory)).compareTo(quantity(string(self.memoryLimitMiB) + 'Mi')) > 0",message="memoryLimitMiB must be less than resources.limits.memory, or memcached is killed for using the memory it was given"
+type MemcachedSpec struct {
+	// size is the number of memcached pods. It is the scale subresource's
+	// replica count, so `kubectl scale memcached/NAME --replicas=N` and a
+	// HorizontalPodAutoscaler set it too.
+	//
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Size *int32 `json:"size,omitempty"`
+
+	// containerPort is the TCP port memcached listens on.
+	//
+	// +optional
+	// +kubebuilder:default=11211
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	ContainerPort *int32 `json:"containerPort,omitempty"`
+
+	// image is the memcached container image. When empty, the operator's
+	// default is used (its --memcached-image flag, or the MEMCACHED_IMAGE
+	// environment variable).
+	//
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\\\\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*(:[0-9]+)?/)?[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$')",message="image must be a container image reference such as memcached:1.6.38 or registry.example.com/cache/memcached@sha256:<64 hex digits>"
+	Image string `json:"image,omitempty"`
+
+	// memoryLimitMiB is the memory memcached may use for items, in MiB
+	// (memcached's -m). When empty, memcached's own default (64) applies.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=8
+	// +kubebuilder:validation:Maximum=65536
+	MemoryLimitMiB *int32 `json:"memoryLimitMiB,omitempty"`
+
+	// maxConnections is the maximum number of simultaneous connections
+	// (memcached's -c). When empty, memcached's own default (1024) applies.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=16
+	// +kubebuilder:validation:Maximum=65536
+	MaxConnections *int32 `json:"maxConnections,omitempty"`
+
+	// threads is the number of worker threads (memcached's -t). When empty,
+	// memcached's own default (4) applies.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	Threads *int32 `json:"threads,omitempty"`
+
+	// resources are the memcached container's compute resources. When
+	// empty, the container has no requests or limits.
+	//
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// MemcachedStatus is the observed state of a Memcached cache, rebuilt by the
+// operator from the cluster on every reconcile.
+type MemcachedStatus struct {
+	// conditions tell whether the cache is working: Available, Progressing,
+	// Degraded, and the kstatus conditions Reconciling and Stalled that
+	// GitOps tools read. Other controllers may add conditions of their own
+	// types; the operator leaves them alone.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the metadata.generation this status was computed for.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// replicas is the number of memcached pods that exist (the scale
+	// subresource's status replica count).
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// readyReplicas is the number of memcached pods that are ready.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// selector is the label selector of the memcached pods, in string form
+	// (the scale subresource's selector, used by a HorizontalPodAutoscaler).
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Selector string `json:"selector,omitempty"`
+}
+
+// Memcached runs a memcached cache as a Deployment.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=mc,categories=all
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.size`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Memcached struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the object's metadata.
+	//
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the cache.
+	//
+	// +optional
+	Spec MemcachedSpec `json:"spec,omitempty"`
+
+	// status is the observed state of the cache, written by the operator.
+	//
+	// +optional
+	Status MemcachedStatus `json:"status,omitempty"`
+}
+
+// MemcachedList is a list of Memcached.
+//
+// +kubebuilder:object:root=true
+type MemcachedList struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the list's metadata.
+	//
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// items are the Memcached objects.
+	Items []Memcached `json:"items"`
+}

@@ -1,0 +1,152 @@
+// Command manager runs the memcached-operator: the Memcached controller in a
+// controller-runtime manager.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"os"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/controller/memcached"
+	"github.com/example/memcached-operator/pkg/desired"
+)
+
+// fallbackImage is the memcached image when neither --memcached-image nor
+// MEMCACHED_IMAGE says otherwise.
+const fallbackImage = "memcached:1.6.26-alpine3.19"
+
+func main() {
+	var (
+		metricsAddr             string
+		secureMetrics           bool
+		enableHTTP2             bool
+		probeAddr               string
+		leaderElect             bool
+		leaderElectionNamespace string
+		defaultImage            string
+		maxConcurrentReconciles int
+		syncPeriod              time.Duration
+	)
+	envImage := os.Getenv("MEMCACHED_IMAGE")
+	if envImage == "" {
+		envImage = fallbackImage
+	}
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; 0 disables it.")
+	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, to callers authenticated and authorized by the apiserver.")
+	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics server (off: HTTP/2 stream cancellation and rapid reset CVEs).")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that of several replicas only one reconciles.")
+	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
+	flag.StringVar(&defaultImage, "memcached-image", envImage, "Memcached image for Memcacheds without spec.image (default: $MEMCACHED_IMAGE, else "+fallbackImage+").")
+	flag.IntVar(&maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Number of Memcacheds reconciled at once.")
+	flag.DurationVar(&syncPeriod, "sync-period", 10*time.Hour, "Interval at which every cached object is reconciled again.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	if strings.TrimSpace(defaultImage) == "" {
+		log.Error(nil, "The default memcached image is empty: set --memcached-image or MEMCACHED_IMAGE")
+		os.Exit(1)
+	}
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		log.Error(err, "Unable to register the built-in types")
+		os.Exit(1)
+	}
+	if err := cachev1alpha1.AddToScheme(scheme); err != nil {
+		log.Error(err, "Unable to register the Memcached types")
+		os.Exit(1)
+	}
+
+	var tlsOpts []func(*tls.Config)
+	if !enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, TLSOpts: tlsOpts}
+	if secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        probeAddr,
+		LeaderElection:                leaderElect,
+		LeaderElectionID:              "memcached-operator.cache.example.com",
+		LeaderElectionNamespace:       leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Cache: cache.Options{
+			SyncPeriod: &syncPeriod,
+			ByObject: map[client.Object]cache.ByObject{
+				// Cache only the Deployments the operator manages.
+				&appsv1.Deployment{}: {Label: labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedBy})},
+			},
+			DefaultTransform: trimLastApplied,
+		},
+	})
+	if err != nil {
+		log.Error(err, "Unable to create the manager")
+		os.Exit(1)
+	}
+
+	r := &memcached.Reconciler{
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Recorder:     mgr.GetEventRecorder("memcached-operator"),
+		DefaultImage: defaultImage,
+	}
+	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}); err != nil {
+		log.Error(err, "Unable to set up the Memcached controller")
+		os.Exit(1)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "Unable to set up the health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		log.Error(err, "Unable to set up the ready check")
+		os.Exit(1)
+	}
+
+	log.Info("Starting the manager", "defaultImage", defaultImage, "maxConcurrentReconciles", maxConcurrentReconciles, "leaderElect", leaderElect)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "The manager stopped with an error")
+		os.Exit(1)
+	}
+}
+
+// trimLastApplied drops kubectl's last-applied-configuration annotation from
+// cached objects: the operator never reads it, and it can be as large as the
+// object itself.
+func trimLastApplied(obj any) (any, error) {
+	if o, ok := obj.(client.Object); ok {
+		if a := o.GetAnnotations(); a != nil {
+			if _, found := a["kubectl.kubernetes.io/last-applied-configuration"]; found {
+				delete(a, "kubectl.kubernetes.io/last-applied-configuration")
+				o.SetAnnotations(a)
+			}
+		}
+	}
+	return obj, nil
+}

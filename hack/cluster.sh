@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Manages the local cluster: a real control plane (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler) with kwok as a fake kubelet, run as
+# host processes by kwokctl's binary runtime from the binaries in bin/k8s.
+#
+#   hack/cluster.sh up              create the cluster (idempotent), write its kubeconfig
+#   hack/cluster.sh down            delete the cluster and stop every process it started
+#   hack/cluster.sh kubeconfig      print the path of the admin kubeconfig
+#   hack/cluster.sh sa-kubeconfig NAMESPACE SERVICEACCOUNT
+#                                   print a kubeconfig that authenticates as that ServiceAccount
+#
+# Environment:
+#   CLUSTER_NAME   cluster name (default memcached-operator); distinct names give
+#                  distinct clusters, ports and state folders, so several can run at once
+#   STATE_DIR      where state and kubeconfigs live (default .local)
+#   AUDIT_USER     when set at creation, the apiserver writes an audit log of that
+#                  user's requests to "$(hack/cluster.sh audit-log)"
+#   NODES          number of fake nodes (default 2)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BIN_DIR="${BIN_DIR:-${ROOT}/bin/k8s}"
+STATE_DIR="${STATE_DIR:-${ROOT}/.local}"
+CLUSTER_NAME="${CLUSTER_NAME:-memcached-operator}"
+NODES="${NODES:-2}"
+KUBECONFIG_PATH="${STATE_DIR}/${CLUSTER_NAME}.kubeconfig"
+
+export KWOK_WORKDIR="${STATE_DIR}/kwok"
+export KWOK_RUNTIME=binary
+export KWOK_KUBE_VERSION=v1.37.2
+export KWOK_KUBECTL_BINARY="${BIN_DIR}/kubectl"
+kwokctl="${BIN_DIR}/kwokctl"
+
+need_binaries() {
+  for b in etcd kube-apiserver kube-controller-manager kube-scheduler kwok kwokctl kubectl; do
+    if [[ ! -x "${BIN_DIR}/${b}" ]]; then
+      echo "missing ${BIN_DIR}/${b}: run 'make k8s-binaries' (hack/build-cluster.sh) first" >&2
+      exit 1
+    fi
+  done
+}
+
+exists() {
+  "${kwokctl}" get clusters 2>/dev/null | grep -qx "${CLUSTER_NAME}"
+}
+
+up() {
+  need_binaries
+  mkdir -p "${STATE_DIR}"
+  if exists; then
+    # A cluster left from an earlier boot has its state but not its processes.
+    "${kwokctl}" start cluster --name "${CLUSTER_NAME}" --wait 60s >/dev/null 2>&1 || true
+  else
+    local args=()
+    if [[ -n "${AUDIT_USER:-}" ]]; then
+      local policy="${STATE_DIR}/${CLUSTER_NAME}-audit-policy.yaml"
+      cat > "${policy}" <<POLICY
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  users: ["${AUDIT_USER}"]
+- level: None
+POLICY
+      args+=(--kube-audit-policy "${policy}")
+    fi
+    "${kwokctl}" create cluster --name "${CLUSTER_NAME}" --runtime binary \
+      --etcd-binary "${BIN_DIR}/etcd" \
+      --kube-apiserver-binary "${BIN_DIR}/kube-apiserver" \
+      --kube-controller-manager-binary "${BIN_DIR}/kube-controller-manager" \
+      --kube-scheduler-binary "${BIN_DIR}/kube-scheduler" \
+      --kwok-controller-binary "${BIN_DIR}/kwok" \
+      --kube-authorization \
+      --disable-qps-limits \
+      --wait 120s "${args[@]}"
+    "${kwokctl}" scale node --replicas "${NODES}" --name "${CLUSTER_NAME}"
+  fi
+  "${kwokctl}" get kubeconfig --name "${CLUSTER_NAME}" > "${KUBECONFIG_PATH}"
+  echo "cluster ${CLUSTER_NAME} is up; kubeconfig: ${KUBECONFIG_PATH}"
+}
+
+down() {
+  if [[ -x "${kwokctl}" ]] && exists; then
+    "${kwokctl}" delete cluster --name "${CLUSTER_NAME}"
+  fi
+  rm -f "${KUBECONFIG_PATH}" "${STATE_DIR}/${CLUSTER_NAME}-audit-policy.yaml"
+  echo "cluster ${CLUSTER_NAME} is down"
+}
+
+sa_kubeconfig() {
+  local ns="$1" sa="$2" kubectl=("${BIN_DIR}/kubectl" --kubeconfig "${KUBECONFIG_PATH}")
+  local server ca token
+  server="$("${kubectl[@]}" config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')"
+  ca="$("${kubectl[@]}" config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')"
+  token="$("${kubectl[@]}" create token "${sa}" -n "${ns}" --duration 24h)"
+  cat <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: ${CLUSTER_NAME}
+  cluster:
+    server: ${server}
+    certificate-authority-data: ${ca}
+users:
+- name: ${ns}-${sa}
+  user:
+    token: ${token}
+contexts:
+- name: ${ns}-${sa}
+  context:
+    cluster: ${CLUSTER_NAME}
+    user: ${ns}-${sa}
+    namespace: ${ns}
+current-context: ${ns}-${sa}
+KUBECONFIG
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  kubeconfig) echo "${KUBECONFIG_PATH}" ;;
+  audit-log) echo "${KWOK_WORKDIR}/clusters/${CLUSTER_NAME}/logs/audit.log" ;;
+  sa-kubeconfig) sa_kubeconfig "${2:?namespace}" "${3:?serviceaccount}" ;;
+  *) sed -n '2,20p' "$0" >&2; exit 2 ;;
+esac

@@ -1,0 +1,124 @@
+package memcached
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/applyconfigurations"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// typeConverter knows the schemas of the built-in types, so that apply
+// configurations convert to field sets with list-map keys as the apiserver
+// records them in managed fields.
+var typeConverter = applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
+
+// ownedEqual reports whether the fields FieldManager owns on current hold
+// exactly what want would apply, in which case applying changes nothing.
+func ownedEqual(current *appsv1.Deployment, want *appsv1ac.DeploymentApplyConfiguration) (bool, error) {
+	owned, err := appsv1ac.ExtractDeployment(current, FieldManager)
+	if err != nil {
+		return false, fmt.Errorf("extracting fields of Deployment %s: %w", current.Name, err)
+	}
+	return jsonEqual(owned, want)
+}
+
+// jsonEqual compares two apply configurations by the JSON they would send.
+func jsonEqual(a, b any) (bool, error) {
+	am, err := toMap(a)
+	if err != nil {
+		return false, err
+	}
+	bm, err := toMap(b)
+	if err != nil {
+		return false, err
+	}
+	return equality.Semantic.DeepEqual(am, bm), nil
+}
+
+func toMap(v any) (map[string]any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encoding apply configuration: %w", err)
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("decoding apply configuration: %w", err)
+	}
+	return m, nil
+}
+
+// toDeployment decodes the apiserver's answer to an apply.
+func toDeployment(ac *appsv1ac.DeploymentApplyConfiguration) (*appsv1.Deployment, error) {
+	raw, err := json.Marshal(ac)
+	if err != nil {
+		return nil, fmt.Errorf("encoding Deployment: %w", err)
+	}
+	d := &appsv1.Deployment{}
+	if err := json.Unmarshal(raw, d); err != nil {
+		return nil, fmt.Errorf("decoding Deployment: %w", err)
+	}
+	return d, nil
+}
+
+// managersOfLostFields names the other field managers that now own fields
+// the operator applies but no longer owns on current: those that changed
+// them, with kubectl edit, kubectl scale or an apply that forced them.
+func managersOfLostFields(current *appsv1.Deployment, want runtime.ApplyConfiguration) ([]string, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
+	if err != nil {
+		return nil, fmt.Errorf("converting apply configuration: %w", err)
+	}
+	typed, err := typeConverter.ObjectToTyped(&unstructured.Unstructured{Object: u})
+	if err != nil {
+		return nil, fmt.Errorf("typing apply configuration: %w", err)
+	}
+	wanted, err := typed.ToFieldSet()
+	if err != nil {
+		return nil, fmt.Errorf("listing fields of apply configuration: %w", err)
+	}
+	lost := wanted.Leaves()
+	for _, e := range current.ManagedFields {
+		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
+			s, err := fieldSet(e)
+			if err != nil {
+				return nil, err
+			}
+			lost = lost.Difference(s)
+		}
+	}
+	var managers []string
+	for _, e := range current.ManagedFields {
+		if e.Manager == FieldManager || e.Subresource != "" {
+			continue
+		}
+		s, err := fieldSet(e)
+		if err != nil {
+			return nil, err
+		}
+		if !s.Intersection(lost).Empty() && !slices.Contains(managers, e.Manager) {
+			managers = append(managers, e.Manager)
+		}
+	}
+	return managers, nil
+}
+
+func fieldSet(e metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
+	s := &fieldpath.Set{}
+	if e.FieldsV1 == nil {
+		return s, nil
+	}
+	if err := s.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+		return nil, fmt.Errorf("reading managed fields of %s: %w", e.Manager, err)
+	}
+	return s, nil
+}

@@ -1,0 +1,224 @@
+// Package desired builds the objects a Memcached should have, as typed apply
+// configurations holding only the fields the operator means to own.
+//
+// Its functions are pure: they take values and return apply configurations,
+// with no client, clock or global state, so that the same Memcached always
+// gives the same intent.
+package desired
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+)
+
+const (
+	// LabelName, LabelInstance and LabelManagedBy are the recommended
+	// Kubernetes labels the operator puts on what it creates.
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+
+	// AppName is the value of LabelName.
+	AppName = "memcached"
+	// ManagedBy is the value of LabelManagedBy; the operator caches only
+	// objects that carry it.
+	ManagedBy = "memcached-operator"
+
+	// ContainerName is the name of the memcached container.
+	ContainerName = "memcached"
+	// PortName is the name of the memcached container port.
+	PortName = "memcached"
+
+	// DefaultContainerPort is the port used when spec.containerPort is unset
+	// (the CRD defaults it, so this matters only to objects the apiserver
+	// has not defaulted).
+	DefaultContainerPort int32 = 11211
+
+	// probePeriodSeconds and friends tune the TCP probes on the memcached port.
+	probePeriodSeconds            = 10
+	readinessInitialDelaySeconds  = 1
+	livenessInitialDelaySeconds   = 10
+	livenessFailureThreshold      = 3
+	terminationGracePeriodSeconds = 30
+)
+
+// InstanceLabelValue is the value of LabelInstance for a Memcached: its name
+// when that is a valid label value, otherwise a shortened name with a hash
+// of the full name, so that any admitted name gives a valid, distinct value.
+func InstanceLabelValue(name string) string {
+	if len(validation.IsValidLabelValue(name)) == 0 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	suffix := hex.EncodeToString(sum[:])[:10]
+	prefix := name
+	if max := validation.LabelValueMaxLength - len(suffix) - 1; len(prefix) > max {
+		prefix = prefix[:max]
+	}
+	// A label value must start and end with an alphanumeric character;
+	// object names may contain dots that a cut could leave at the end.
+	for len(prefix) > 0 && !isAlphanumeric(prefix[len(prefix)-1]) {
+		prefix = prefix[:len(prefix)-1]
+	}
+	return prefix + "-" + suffix
+}
+
+func isAlphanumeric(c byte) bool {
+	return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+}
+
+// SelectorLabels are the labels that select a Memcached's pods. They are
+// derived from the name only, which never changes, because a Deployment's
+// selector is immutable.
+func SelectorLabels(m *cachev1alpha1.Memcached) map[string]string {
+	return map[string]string{
+		LabelName:     AppName,
+		LabelInstance: InstanceLabelValue(m.Name),
+	}
+}
+
+// Labels are the labels of every object the operator creates for a Memcached.
+func Labels(m *cachev1alpha1.Memcached) map[string]string {
+	l := SelectorLabels(m)
+	l[LabelManagedBy] = ManagedBy
+	return l
+}
+
+// OwnerReference makes m the controller of an object.
+func OwnerReference(m *cachev1alpha1.Memcached) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().
+		WithAPIVersion(cachev1alpha1.SchemeGroupVersion.String()).
+		WithKind("Memcached").
+		WithName(m.Name).
+		WithUID(m.UID).
+		WithController(true).
+		WithBlockOwnerDeletion(true)
+}
+
+// Image is the memcached image of m: spec.image, or defaultImage when unset.
+func Image(m *cachev1alpha1.Memcached, defaultImage string) string {
+	if m.Spec.Image != "" {
+		return m.Spec.Image
+	}
+	return defaultImage
+}
+
+// Command is memcached's command line for m. Settings left unset in the
+// spec are left out, so memcached's own defaults apply.
+func Command(m *cachev1alpha1.Memcached) []string {
+	cmd := []string{"memcached", "--port=" + strconv.Itoa(int(port(m))), "--verbose"}
+	if v := m.Spec.MemoryLimitMiB; v != nil {
+		cmd = append(cmd, "--memory-limit="+strconv.Itoa(int(*v)))
+	}
+	if v := m.Spec.MaxConnections; v != nil {
+		cmd = append(cmd, "--conn-limit="+strconv.Itoa(int(*v)))
+	}
+	if v := m.Spec.Threads; v != nil {
+		cmd = append(cmd, "--threads="+strconv.Itoa(int(*v)))
+	}
+	return cmd
+}
+
+func port(m *cachev1alpha1.Memcached) int32 {
+	if m.Spec.ContainerPort != nil {
+		return *m.Spec.ContainerPort
+	}
+	return DefaultContainerPort
+}
+
+// Replicas is the number of pods m asks for (spec.size, 1 when unset as the CRD defaults it).
+func Replicas(m *cachev1alpha1.Memcached) int32 {
+	if m.Spec.Size != nil {
+		return *m.Spec.Size
+	}
+	return 1
+}
+
+// Deployment is the Deployment that runs m's memcached pods, named after m
+// and controlled by it. defaultImage is used when spec.image is unset.
+func Deployment(m *cachev1alpha1.Memcached, defaultImage string) *appsv1ac.DeploymentApplyConfiguration {
+	labels := Labels(m)
+	return appsv1ac.Deployment(m.Name, m.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(OwnerReference(m)).
+		WithSpec(appsv1ac.DeploymentSpec().
+			WithReplicas(Replicas(m)).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(m))).
+			WithTemplate(corev1ac.PodTemplateSpec().
+				WithLabels(labels).
+				WithSpec(podSpec(m, defaultImage))))
+}
+
+func podSpec(m *cachev1alpha1.Memcached, defaultImage string) *corev1ac.PodSpecApplyConfiguration {
+	return corev1ac.PodSpec().
+		WithAutomountServiceAccountToken(false).
+		WithTerminationGracePeriodSeconds(terminationGracePeriodSeconds).
+		WithSecurityContext(corev1ac.PodSecurityContext().
+			WithRunAsNonRoot(true).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+		WithContainers(container(m, defaultImage))
+}
+
+func container(m *cachev1alpha1.Memcached, defaultImage string) *corev1ac.ContainerApplyConfiguration {
+	probe := func() *corev1ac.ProbeApplyConfiguration {
+		return corev1ac.Probe().
+			WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString(PortName))).
+			WithPeriodSeconds(probePeriodSeconds)
+	}
+	c := corev1ac.Container().
+		WithName(ContainerName).
+		WithImage(Image(m, defaultImage)).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithCommand(Command(m)...).
+		WithPorts(corev1ac.ContainerPort().
+			WithName(PortName).
+			WithContainerPort(port(m)).
+			WithProtocol(corev1.ProtocolTCP)).
+		WithReadinessProbe(probe().WithInitialDelaySeconds(readinessInitialDelaySeconds)).
+		WithLivenessProbe(probe().
+			WithInitialDelaySeconds(livenessInitialDelaySeconds).
+			WithFailureThreshold(livenessFailureThreshold)).
+		WithSecurityContext(corev1ac.SecurityContext().
+			WithRunAsNonRoot(true).
+			// The memcached image's user is named, not numbered: kubelet
+			// cannot prove a named user is not root, so give a number.
+			WithRunAsUser(1001).
+			WithAllowPrivilegeEscalation(false).
+			WithReadOnlyRootFilesystem(true).
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+	if r := resources(m.Spec.Resources); r != nil {
+		c.WithResources(r)
+	}
+	return c
+}
+
+func resources(r *corev1.ResourceRequirements) *corev1ac.ResourceRequirementsApplyConfiguration {
+	if r == nil || (len(r.Limits) == 0 && len(r.Requests) == 0 && len(r.Claims) == 0) {
+		return nil
+	}
+	ac := corev1ac.ResourceRequirements()
+	if len(r.Limits) > 0 {
+		ac.WithLimits(r.Limits.DeepCopy())
+	}
+	if len(r.Requests) > 0 {
+		ac.WithRequests(r.Requests.DeepCopy())
+	}
+	for _, c := range r.Claims {
+		claim := corev1ac.ResourceClaim().WithName(c.Name)
+		if c.Request != "" {
+			claim.WithRequest(c.Request)
+		}
+		ac.WithClaims(claim)
+	}
+	return ac
+}

@@ -1,0 +1,221 @@
+// Package status computes a Memcached's status from what the operator
+// observed, as an apply configuration holding only the fields the operator
+// owns. Each condition has its own small, side-effect-free function.
+package status
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	cacheac "github.com/example/memcached-operator/applyconfig/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/desired"
+)
+
+// Observation is what a reconcile saw of the world.
+type Observation struct {
+	// Deployment is the Memcached's Deployment as last observed, or nil
+	// when it does not exist (or is not the Memcached's, see Foreign).
+	Deployment *appsv1.Deployment
+	// Foreign is true when a Deployment with the Memcached's name exists
+	// and is not controlled by the Memcached.
+	Foreign bool
+	// ApplyError is the apiserver's refusal of the applied Deployment, if any.
+	ApplyError error
+}
+
+// Status is the status m should have given obs. Conditions whose status is
+// unchanged keep their lastTransitionTime from m; the others get now.
+func Status(m *cachev1alpha1.Memcached, obs Observation, now metav1.Time) *cacheac.MemcachedStatusApplyConfiguration {
+	st := cacheac.MemcachedStatus().
+		WithObservedGeneration(m.Generation).
+		WithSelector(metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: desired.SelectorLabels(m)}))
+	if d := obs.Deployment; d != nil {
+		st.WithReplicas(d.Status.Replicas).WithReadyReplicas(d.Status.ReadyReplicas)
+	} else {
+		st.WithReplicas(0).WithReadyReplicas(0)
+	}
+	for _, c := range Conditions(m, obs) {
+		st.WithConditions(conditionApplyConfiguration(c, m.Status.Conditions, m.Generation, now))
+	}
+	return st
+}
+
+// Conditions are the conditions the operator owns, without times or generation.
+func Conditions(m *cachev1alpha1.Memcached, obs Observation) []metav1.Condition {
+	return []metav1.Condition{
+		Available(m, obs),
+		Progressing(m, obs),
+		Degraded(m, obs),
+		Reconciling(m, obs),
+		Stalled(m, obs),
+	}
+}
+
+func conditionApplyConfiguration(c metav1.Condition, existing []metav1.Condition, generation int64, now metav1.Time) *metav1ac.ConditionApplyConfiguration {
+	t := now
+	if old := meta.FindStatusCondition(existing, c.Type); old != nil && old.Status == c.Status {
+		t = old.LastTransitionTime
+	}
+	return metav1ac.Condition().
+		WithType(c.Type).
+		WithStatus(c.Status).
+		WithReason(c.Reason).
+		WithMessage(c.Message).
+		WithObservedGeneration(generation).
+		WithLastTransitionTime(t)
+}
+
+// rollout is where the Deployment's rollout stands.
+type rollout int
+
+const (
+	rolloutPending rollout = iota // no Deployment observed yet
+	rolloutInProgress
+	rolloutComplete
+	rolloutStalled
+	rolloutBlocked // the Deployment is not ours, or the apiserver refuses ours
+)
+
+func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) (rollout, string) {
+	switch {
+	case obs.Foreign:
+		return rolloutBlocked, fmt.Sprintf("Deployment %s exists and is not controlled by this Memcached; the operator leaves it alone. Delete or rename it, or rename the Memcached", m.Name)
+	case obs.ApplyError != nil:
+		return rolloutBlocked, fmt.Sprintf("The apiserver refused Deployment %s: %v", m.Name, obs.ApplyError)
+	case obs.Deployment == nil:
+		return rolloutPending, fmt.Sprintf("Waiting for Deployment %s to be created", m.Name)
+	}
+	d := obs.Deployment
+	want := desired.Replicas(m)
+	if c := deploymentCondition(d, appsv1.DeploymentProgressing); c != nil && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+		return rolloutStalled, fmt.Sprintf("Deployment %s exceeded its progress deadline: %s", d.Name, c.Message)
+	}
+	if d.Status.ObservedGeneration < d.Generation {
+		return rolloutInProgress, fmt.Sprintf("Deployment %s has changes its controller has not observed yet", d.Name)
+	}
+	if d.Spec.Replicas != nil && *d.Spec.Replicas != want {
+		return rolloutInProgress, fmt.Sprintf("Deployment %s has %d replicas desired, the Memcached asks for %d", d.Name, *d.Spec.Replicas, want)
+	}
+	if d.Status.UpdatedReplicas < want {
+		return rolloutInProgress, fmt.Sprintf("%d of %d pods updated", d.Status.UpdatedReplicas, want)
+	}
+	if d.Status.Replicas > d.Status.UpdatedReplicas {
+		return rolloutInProgress, fmt.Sprintf("%d old pods pending termination", d.Status.Replicas-d.Status.UpdatedReplicas)
+	}
+	if d.Status.AvailableReplicas < d.Status.UpdatedReplicas {
+		return rolloutInProgress, fmt.Sprintf("%d of %d updated pods available", d.Status.AvailableReplicas, d.Status.UpdatedReplicas)
+	}
+	return rolloutComplete, fmt.Sprintf("%d of %d pods updated and available", d.Status.AvailableReplicas, want)
+}
+
+func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
+	for i := range d.Status.Conditions {
+		if d.Status.Conditions[i].Type == t {
+			return &d.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// Available is True when the Deployment reports minimum availability (as
+// its own Available condition does), or when size is 0.
+func Available(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
+	c := metav1.Condition{Type: cachev1alpha1.ConditionAvailable}
+	d := obs.Deployment
+	switch {
+	case obs.Foreign || obs.Deployment == nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentPending, "No Deployment of this Memcached exists"
+		if obs.Foreign {
+			c.Reason = cachev1alpha1.ReasonDeploymentNotOwned
+		}
+	case desired.Replicas(m) == 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, cachev1alpha1.ReasonScaledToZero, "Size is 0: no pods are requested"
+	default:
+		dc := deploymentCondition(d, appsv1.DeploymentAvailable)
+		msg := fmt.Sprintf("%d of %d pods ready", d.Status.ReadyReplicas, desired.Replicas(m))
+		if dc != nil && dc.Status == corev1.ConditionTrue && d.Status.AvailableReplicas > 0 {
+			c.Status, c.Reason, c.Message = metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable, msg
+		} else {
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonMinimumReplicasUnavailable, msg
+		}
+	}
+	return c
+}
+
+// Progressing is True while the Deployment rolls out or scales.
+func Progressing(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
+	r, msg := rolloutOf(m, obs)
+	c := metav1.Condition{Type: cachev1alpha1.ConditionProgressing, Message: msg}
+	switch r {
+	case rolloutPending, rolloutInProgress:
+		c.Status, c.Reason = metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut
+	case rolloutComplete:
+		c.Status, c.Reason = metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete
+	case rolloutStalled:
+		c.Status, c.Reason = metav1.ConditionFalse, cachev1alpha1.ReasonRolloutStalled
+	case rolloutBlocked:
+		c.Status, c.Reason = metav1.ConditionFalse, blockedReason(obs)
+	}
+	return c
+}
+
+// Degraded is True when the cache cannot reach its desired state by itself.
+func Degraded(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
+	r, msg := rolloutOf(m, obs)
+	c := metav1.Condition{Type: cachev1alpha1.ConditionDegraded}
+	switch r {
+	case rolloutStalled:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, cachev1alpha1.ReasonRolloutStalled, msg
+	case rolloutBlocked:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, blockedReason(obs), msg
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected, "Nothing is wrong"
+	}
+	return c
+}
+
+// Reconciling is the kstatus condition: True while the Deployment has not
+// reached the desired state and is still making progress.
+func Reconciling(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
+	r, msg := rolloutOf(m, obs)
+	c := metav1.Condition{Type: cachev1alpha1.ConditionReconciling, Message: msg}
+	switch r {
+	case rolloutPending, rolloutInProgress:
+		c.Status, c.Reason = metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut
+	case rolloutComplete:
+		c.Status, c.Reason = metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete
+	case rolloutStalled:
+		c.Status, c.Reason = metav1.ConditionFalse, cachev1alpha1.ReasonRolloutStalled
+	case rolloutBlocked:
+		c.Status, c.Reason = metav1.ConditionFalse, blockedReason(obs)
+	}
+	return c
+}
+
+// Stalled is the kstatus condition: True when progress stopped and needs a person.
+func Stalled(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
+	r, msg := rolloutOf(m, obs)
+	c := metav1.Condition{Type: cachev1alpha1.ConditionStalled}
+	switch r {
+	case rolloutStalled:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, cachev1alpha1.ReasonRolloutStalled, msg
+	case rolloutBlocked:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, blockedReason(obs), msg
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected, "Progress is not blocked"
+	}
+	return c
+}
+
+func blockedReason(obs Observation) string {
+	if obs.Foreign {
+		return cachev1alpha1.ReasonDeploymentNotOwned
+	}
+	return cachev1alpha1.ReasonApplyFailed
+}
