@@ -43,7 +43,6 @@ fmt: ## Run gofmt on the code.
 .PHONY: vet
 vet: ## Run go vet.
 	go vet ./...
-	go vet -tags e2e ./e2e/...
 
 .PHONY: lint
 lint: ## Check formatting and run go vet (gofmt -l must print nothing).

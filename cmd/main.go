@@ -9,14 +9,11 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -25,7 +22,6 @@ import (
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/controller/memcached"
-	"github.com/example/memcached-operator/pkg/desired"
 )
 
 // fallbackImage is the memcached image when neither --memcached-image nor
@@ -96,14 +92,7 @@ func main() {
 		LeaderElectionID:              "memcached-operator.cache.example.com",
 		LeaderElectionNamespace:       leaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		Cache: cache.Options{
-			SyncPeriod: &syncPeriod,
-			ByObject: map[client.Object]cache.ByObject{
-				// Cache only the Deployments the operator manages.
-				&appsv1.Deployment{}: {Label: labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedBy})},
-			},
-			DefaultTransform: trimLastApplied,
-		},
+		Cache:                         memcached.CacheOptions(cache.Options{SyncPeriod: &syncPeriod}),
 	})
 	if err != nil {
 		log.Error(err, "Unable to create the manager")
@@ -134,19 +123,4 @@ func main() {
 		log.Error(err, "The manager stopped with an error")
 		os.Exit(1)
 	}
-}
-
-// trimLastApplied drops kubectl's last-applied-configuration annotation from
-// cached objects: the operator never reads it, and it can be as large as the
-// object itself.
-func trimLastApplied(obj any) (any, error) {
-	if o, ok := obj.(client.Object); ok {
-		if a := o.GetAnnotations(); a != nil {
-			if _, found := a["kubectl.kubernetes.io/last-applied-configuration"]; found {
-				delete(a, "kubectl.kubernetes.io/last-applied-configuration")
-				o.SetAnnotations(a)
-			}
-		}
-	}
-	return obj, nil
 }

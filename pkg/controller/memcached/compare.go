@@ -98,7 +98,7 @@ func managersOfLostFields(current *appsv1.Deployment, want runtime.ApplyConfigur
 	}
 	var managers []string
 	for _, e := range current.ManagedFields {
-		if e.Manager == FieldManager || e.Subresource != "" {
+		if e.Manager == FieldManager || e.Subresource == "status" {
 			continue
 		}
 		s, err := fieldSet(e)

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Runs the operator from source (bin/manager) against a cluster:
+#  - the cluster of $KUBECONFIG when it is set;
+#  - otherwise the local cluster, created if it is not up (hack/cluster.sh).
+# It installs the CRD, starts the operator, applies the sample Memcached and
+# says how to look at it. Ctrl-C stops the operator; the cluster is left
+# running for the next run ('make cluster-down' deletes it).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+KUBECTL="${ROOT}/bin/k8s/kubectl"
+CLUSTER_NAME="${CLUSTER_NAME:-memcached-operator}"
+
+if [[ -n "${KUBECONFIG:-}" ]]; then
+  echo "Using the cluster of KUBECONFIG=${KUBECONFIG}"
+  kubeconfig="${KUBECONFIG}"
+else
+  "${ROOT}/hack/cluster.sh" up
+  kubeconfig="$("${ROOT}/hack/cluster.sh" kubeconfig)"
+fi
+export KUBECONFIG="${kubeconfig}"
+
+echo "Installing the Memcached CRD"
+"${KUBECTL}" apply --server-side --field-manager=memcached-operator-install -f "${ROOT}/manifests/crd/bases"
+"${KUBECTL}" wait --for=condition=Established --timeout=60s crd/memcacheds.cache.example.com
+
+echo "Starting the operator (bin/manager)"
+"${ROOT}/bin/manager" \
+  --metrics-bind-address="${METRICS_ADDR:-127.0.0.1:8080}" --metrics-secure=false \
+  --health-probe-bind-address="${PROBE_ADDR:-127.0.0.1:8081}" \
+  "$@" &
+manager=$!
+
+stop() {
+  echo
+  echo "Stopping the operator"
+  kill -TERM "${manager}" 2>/dev/null || true
+  wait "${manager}" 2>/dev/null || true
+  echo "The cluster is still running. Delete it with: make cluster-down CLUSTER_NAME=${CLUSTER_NAME}"
+  exit 0
+}
+trap stop INT TERM
+
+# Apply the sample once the operator is up.
+for _ in $(seq 1 60); do
+  if curl -sf "http://${PROBE_ADDR:-127.0.0.1:8081}/readyz" >/dev/null 2>&1; then break; fi
+  if ! kill -0 "${manager}" 2>/dev/null; then echo "the operator exited" >&2; exit 1; fi
+  sleep 0.5
+done
+"${KUBECTL}" apply --server-side --field-manager=kubectl -n default -f "${ROOT}/manifests/samples/cache_v1alpha1_memcached.yaml"
+
+cat <<MSG
+
+The operator is running. In another shell:
+
+  export KUBECONFIG=${kubeconfig}
+  export PATH=${ROOT}/bin/k8s:\$PATH
+  kubectl get memcached -o wide
+  kubectl get deployment,pods -l app.kubernetes.io/instance=memcached-sample
+  kubectl scale memcached/memcached-sample --replicas=2
+
+Press Ctrl-C to stop the operator.
+MSG
+wait "${manager}"

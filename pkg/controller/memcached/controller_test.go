@@ -1,0 +1,342 @@
+package memcached_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	cacheac "github.com/example/memcached-operator/applyconfig/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/controller/memcached"
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/internal/testenv"
+)
+
+func TestDeploymentIsCreatedWithOwnerAndOurFieldManagerOnly(t *testing.T) {
+	g := NewWithT(t)
+	ns := testenv.Namespace(t, k8s)
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)})
+	m, dep := converged(t, m)
+
+	g.Expect(metav1.IsControlledBy(dep, m)).To(BeTrue(), "controller owner reference to the Memcached")
+	g.Expect(*dep.Spec.Replicas).To(Equal(int32(2)))
+	g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal(defaultImage))
+	for _, e := range dep.ManagedFields {
+		if e.Subresource == "" {
+			g.Expect(e.Manager).To(Equal(memcached.FieldManager), "only the operator writes the Deployment's spec and metadata")
+			g.Expect(e.Operation).To(Equal(metav1.ManagedFieldsOperationApply))
+		}
+	}
+	for _, e := range m.ManagedFields {
+		if e.Subresource == "status" {
+			g.Expect(e.Manager).To(Equal(memcached.StatusFieldManager))
+			g.Expect(e.Operation).To(Equal(metav1.ManagedFieldsOperationApply))
+		}
+	}
+	g.Expect(m.Status.Replicas).To(Equal(int32(2)))
+	g.Expect(m.Status.Selector).To(Equal("app.kubernetes.io/instance=cache,app.kubernetes.io/name=memcached"))
+	for _, c := range m.Status.Conditions {
+		g.Expect(c.Reason).NotTo(BeEmpty())
+		g.Expect(c.Message).NotTo(BeEmpty())
+		g.Expect(c.ObservedGeneration).To(Equal(m.Generation))
+	}
+	g.Expect(events(t, ns, "cache", "Created")).NotTo(BeEmpty())
+}
+
+func TestForeignLabelAndAnnotationOnDeploymentSurvive(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)})
+	converged(t, m)
+
+	// Another manager (a GitOps tool, a policy engine) labels the Deployment.
+	foreign := appsv1ac.Deployment("cache", ns).
+		WithLabels(map[string]string{"team": "payments"}).
+		WithAnnotations(map[string]string{"example.com/owner": "payments"})
+	g.Expect(k8s.Apply(ctx, foreign, client.FieldOwner("policy-engine"))).To(Succeed())
+
+	// Many reconciles: every spec change reconciles and reapplies.
+	for size := int32(2); size <= 4; size++ {
+		g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"size":%d}}`, size)))).To(Succeed())
+		_, dep := converged(t, m)
+		g.Expect(*dep.Spec.Replicas).To(Equal(size))
+		g.Expect(dep.Labels).To(HaveKeyWithValue("team", "payments"))
+		g.Expect(dep.Annotations).To(HaveKeyWithValue("example.com/owner", "payments"))
+		g.Expect(dep.Labels).To(HaveKeyWithValue(desired.LabelManagedBy, desired.ManagedBy))
+	}
+}
+
+func TestScaledDeploymentIsRevertedWithEvent(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)})
+	_, dep := converged(t, m)
+
+	// What `kubectl scale deployment/cache --replicas=5` sends.
+	scale := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":5}}`))
+	g.Expect(k8s.SubResource("scale").Patch(ctx, dep, scale, client.FieldOwner("kubectl"))).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		got := &appsv1.Deployment{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(dep), got)).To(Succeed())
+		g.Expect(*got.Spec.Replicas).To(Equal(int32(2)))
+		e := events(t, ns, "cache", "DriftCorrected")
+		g.Expect(e).NotTo(BeEmpty())
+		g.Expect(e[0].Note).To(ContainSubstring("kubectl"), "the event names who changed the field")
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+}
+
+func TestEditedDeploymentFieldIsRestoredAndOthersKept(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)})
+	_, dep := converged(t, m)
+
+	// A person edits the image (ours) and sets a field the operator leaves
+	// to others (minReadySeconds), as kubectl edit would: an update.
+	patch := client.RawPatch(types.StrategicMergePatchType, []byte(
+		`{"spec":{"minReadySeconds":7,"template":{"spec":{"containers":[{"name":"memcached","image":"memcached:edited"}]}}}}`))
+	g.Expect(k8s.Patch(ctx, dep, patch, client.FieldOwner("kubectl-edit"))).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		got := &appsv1.Deployment{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(dep), got)).To(Succeed())
+		g.Expect(got.Spec.Template.Spec.Containers[0].Image).To(Equal(defaultImage))
+		g.Expect(got.Spec.MinReadySeconds).To(Equal(int32(7)), "a field the operator does not own is left alone")
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+}
+
+func TestForeignConditionOnMemcachedStatusSurvives(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)})
+	converged(t, m)
+
+	foreign := cacheac.Memcached("cache", ns).WithStatus(cacheac.MemcachedStatus().WithConditions(
+		metav1ac.Condition().WithType("BackupReady").WithStatus(metav1.ConditionTrue).
+			WithReason("BackedUp").WithMessage("Backed up").WithLastTransitionTime(metav1.Now())))
+	g.Expect(k8s.Status().Apply(ctx, foreign, client.FieldOwner("backup-controller"))).To(Succeed())
+
+	for size := int32(2); size <= 3; size++ {
+		g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"size":%d}}`, size)))).To(Succeed())
+		got, _ := converged(t, m)
+		g.Expect(meta.FindStatusCondition(got.Status.Conditions, "BackupReady")).NotTo(BeNil(), "another controller's condition survives")
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue())
+	}
+}
+
+func TestSpecChangeSendsExactlyOneDeploymentApply(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)})
+	converged(t, m)
+
+	mark := requests.Mark()
+	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"image":"memcached:1.6.38"}}`)))).To(Succeed())
+	_, dep := converged(t, m)
+	g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal("memcached:1.6.38"))
+
+	writes := requests.Since(mark, inNamespace(ns), testenv.PathContains("/deployments/"), testenv.NotWatch,
+		func(r testenv.Request) bool { return r.Method != http.MethodGet })
+	g.Expect(writes).To(HaveLen(1), "one apply of the Deployment, got %v", writes)
+	g.Expect(writes[0].IsApply()).To(BeTrue())
+}
+
+func TestSteadyStateSendsNoRequests(t *testing.T) {
+	g := NewWithT(t)
+	ns := testenv.Namespace(t, k8s)
+	var ms []*cachev1alpha1.Memcached
+	for i := range 5 {
+		ms = append(ms, newMemcached(t, ns, fmt.Sprintf("cache-%d", i), cachev1alpha1.MemcachedSpec{
+			Size: ptr.To[int32](int32(i%3 + 1)), Threads: ptr.To[int32](2),
+			Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.1")}},
+		}))
+	}
+	for _, m := range ms {
+		converged(t, m)
+	}
+	// Let the last status writes and their watch events settle.
+	time.Sleep(2 * time.Second)
+
+	mark := requests.Mark()
+	time.Sleep(3 * syncPeriod) // three resyncs of every cached object
+	sent := requests.Since(mark, testenv.NotWatch)
+	g.Expect(sent).To(BeEmpty(), "a converged operator sends nothing, resyncs included")
+}
+
+func TestRemovingOptionalFieldRemovesItFromDeployment(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{
+		Size:    ptr.To[int32](1),
+		Threads: ptr.To[int32](2),
+		Resources: &corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+		},
+	})
+	_, dep := converged(t, m)
+	g.Expect(dep.Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String()).To(Equal("128Mi"))
+	g.Expect(dep.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--threads=2"))
+
+	// Another manager owns an annotation on the pod template: it stays.
+	foreign := appsv1ac.Deployment("cache", ns).WithSpec(appsv1ac.DeploymentSpec().WithTemplate(
+		corev1ac.PodTemplateSpec().WithAnnotations(map[string]string{"example.com/restartedAt": "now"})))
+	g.Expect(k8s.Apply(ctx, foreign, client.FieldOwner("rollout-restarter"))).To(Succeed())
+
+	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"resources":null,"threads":null}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &appsv1.Deployment{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(dep), got)).To(Succeed())
+		c := got.Spec.Template.Spec.Containers[0]
+		g.Expect(c.Resources.Limits).To(BeEmpty())
+		g.Expect(c.Command).NotTo(ContainElement("--threads=2"))
+		g.Expect(got.Spec.Template.Annotations).To(HaveKeyWithValue("example.com/restartedAt", "now"))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+}
+
+func TestForeignDeploymentIsLeftAloneAndReported(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	labels := map[string]string{"app": "someone-elses"}
+	foreign := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:1"}}},
+			},
+		},
+	}
+	g.Expect(k8s.Create(ctx, foreign)).To(Succeed())
+
+	m := newMemcached(t, ns, "taken", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)})
+	g.Eventually(func(g Gomega) {
+		got := &cachev1alpha1.Memcached{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionDegraded)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonDeploymentNotOwned))
+		g.Expect(c.Message).To(ContainSubstring("not controlled by this Memcached"))
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionStalled)).To(BeTrue())
+		g.Expect(events(t, ns, "taken", "DeploymentNotOwned")).NotTo(BeEmpty())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	got := &appsv1.Deployment{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(foreign), got)).To(Succeed())
+	g.Expect(*got.Spec.Replicas).To(Equal(int32(1)))
+	g.Expect(got.OwnerReferences).To(BeEmpty())
+	for _, e := range got.ManagedFields {
+		g.Expect(e.Manager).NotTo(Equal(memcached.FieldManager))
+	}
+	writes := requests.Since(0, inNamespace(ns), testenv.PathContains("/deployments/"), func(r testenv.Request) bool {
+		return r.Method != http.MethodGet
+	})
+	g.Expect(writes).To(BeEmpty(), "nothing is sent to a Deployment the operator does not own")
+}
+
+func TestScaleSubresourceScalesTheDeployment(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)})
+	converged(t, m)
+
+	// What `kubectl scale memcached/cache --replicas=3` sends.
+	g.Expect(k8s.SubResource("scale").Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":3}}`)))).To(Succeed())
+	got, dep := converged(t, m)
+	g.Expect(*dep.Spec.Replicas).To(Equal(int32(3)))
+	g.Expect(got.Status.Replicas).To(Equal(int32(3)))
+	g.Expect(events(t, ns, "cache", "Scaled")).NotTo(BeEmpty())
+}
+
+func TestManyMemcachedsWithSeveralWorkersGiveNoConflicts(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	var ms []*cachev1alpha1.Memcached
+	for i := range 20 {
+		ms = append(ms, newMemcached(t, ns, fmt.Sprintf("cache-%02d", i), cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}))
+	}
+	// Change every spec while the first rollouts are still under way.
+	for _, m := range ms {
+		g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
+	}
+	for _, m := range ms {
+		_, dep := converged(t, m)
+		g.Expect(*dep.Spec.Replicas).To(Equal(int32(2)))
+	}
+	conflicts := requests.Since(0, func(r testenv.Request) bool { return r.Code == http.StatusConflict })
+	g.Expect(conflicts).To(BeEmpty())
+}
+
+func TestDeletedMemcachedIsGarbageCollected(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)})
+	_, dep := converged(t, m)
+
+	g.Expect(k8s.Delete(ctx, m)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(dep), &appsv1.Deployment{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Deployment garbage-collected")
+		pods := &corev1.PodList{}
+		g.Expect(k8s.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+		g.Expect(pods.Items).To(BeEmpty(), "pods garbage-collected")
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+}
+
+// TestOnlyAppliesAreWritten checks every request the controller sent during
+// the whole suite: the objects it owns are written only by server-side
+// apply, never by update or a non-apply patch.
+func TestOnlyAppliesAreWritten(t *testing.T) {
+	g := NewWithT(t)
+	// Make sure this test has something to check even when run alone.
+	ns := testenv.Namespace(t, k8s)
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)})
+	converged(t, m)
+	g.Expect(k8s.Patch(context.Background(), m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
+	converged(t, m)
+
+	all := requests.Since(0)
+	var applies, others []testenv.Request
+	for _, r := range all {
+		if strings.Contains(r.Path, "/events") || r.Method == http.MethodGet {
+			continue
+		}
+		if r.IsApply() {
+			applies = append(applies, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	g.Expect(applies).NotTo(BeEmpty())
+	g.Expect(others).To(BeEmpty(), "non-apply writes: %v", others)
+}

@@ -1,0 +1,166 @@
+package memcached_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"go.uber.org/zap/zapcore"
+	appsv1 "k8s.io/api/apps/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/controller/memcached"
+	"github.com/example/memcached-operator/pkg/internal/localcluster"
+	"github.com/example/memcached-operator/pkg/internal/testenv"
+)
+
+// The suite runs the controller in-process against a local cluster (real
+// apiserver, controller-manager, scheduler and kwok nodes), so Deployments
+// really roll out and garbage collection really happens. Every request the
+// controller sends is recorded at its transport.
+var (
+	k8s      client.Client // the tests' own client; its requests are not recorded
+	requests = &testenv.Requests{}
+)
+
+const (
+	// syncPeriod is short so that resyncs happen during the tests.
+	syncPeriod   = 2 * time.Second
+	defaultImage = "memcached:1.6.26-alpine3.19"
+	timeout      = 90 * time.Second
+	poll         = 200 * time.Millisecond
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	cluster, err := localcluster.Create(ctx, "controller-test", localcluster.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := cluster.Delete(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "deleting the cluster:", err)
+		}
+	}()
+	cfg, err := cluster.Config()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+		Paths:              []string{filepath.Join(testenv.RepoRoot(), "manifests", "crd", "bases")},
+		ErrorIfPathMissing: true,
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, "installing CRDs:", err)
+		return 1
+	}
+	if k8s, err = client.New(cfg, client.Options{Scheme: testenv.Scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	mgr, err := ctrl.NewManager(requests.Wrap(cfg), ctrl.Options{
+		Scheme:                 testenv.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  memcached.CacheOptions(cache.Options{SyncPeriod: ptr.To(syncPeriod)}),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	r := &memcached.Reconciler{
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Recorder:     mgr.GetEventRecorder("memcached-operator"),
+		DefaultImage: defaultImage,
+	}
+	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	done := make(chan error)
+	go func() { done <- mgr.Start(ctx) }()
+
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		code = 1
+	}
+	return code
+}
+
+// zapLevel keeps the operator's logs to errors, unless TEST_OPERATOR_LOGS is set.
+func zapLevel() zapcore.Level {
+	if os.Getenv("TEST_OPERATOR_LOGS") != "" {
+		return zapcore.DebugLevel
+	}
+	return zapcore.ErrorLevel
+}
+
+// newMemcached creates a Memcached and returns it.
+func newMemcached(t *testing.T, ns, name string, spec cachev1alpha1.MemcachedSpec) *cachev1alpha1.Memcached {
+	t.Helper()
+	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
+	NewWithT(t).Expect(k8s.Create(context.Background(), m)).To(Succeed())
+	return m
+}
+
+// converged waits until m's status reports its current generation, Available
+// and not Reconciling, and its Deployment has rolled out; it returns both.
+func converged(t *testing.T, m *cachev1alpha1.Memcached) (*cachev1alpha1.Memcached, *appsv1.Deployment) {
+	t.Helper()
+	got, dep := &cachev1alpha1.Memcached{}, &appsv1.Deployment{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(m), got)).To(Succeed())
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue(), "Available")
+		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, cachev1alpha1.ConditionReconciling)).To(BeTrue(), "not Reconciling")
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(m), dep)).To(Succeed())
+		g.Expect(got.Status.ReadyReplicas).To(Equal(*got.Spec.Size))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	return got, dep
+}
+
+// events are the events recorded on the Memcached named name in ns with reason.
+func events(t *testing.T, ns, name, reason string) []eventsv1.Event {
+	t.Helper()
+	list := &eventsv1.EventList{}
+	NewWithT(t).Expect(k8s.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "Memcached" && e.Regarding.Name == name && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// inNamespace matches requests about objects in ns.
+func inNamespace(ns string) func(testenv.Request) bool {
+	return testenv.PathContains("/namespaces/" + ns + "/")
+}

@@ -1,0 +1,148 @@
+package status
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+)
+
+func mc(size int32) *cachev1alpha1.Memcached {
+	return &cachev1alpha1.Memcached{
+		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", Generation: 4},
+		Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To(size)},
+	}
+}
+
+// deployment is a Deployment whose controller observed generation gen of
+// generation 2, with the given replica counts and conditions.
+func deployment(replicas, updated, ready, available int32, observed int64, conds ...appsv1.DeploymentCondition) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "cache", Generation: 2},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(replicas)},
+		Status: appsv1.DeploymentStatus{
+			ObservedGeneration: observed, Replicas: replicas, UpdatedReplicas: updated,
+			ReadyReplicas: ready, AvailableReplicas: available, Conditions: conds,
+		},
+	}
+}
+
+var (
+	availableTrue  = appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}
+	availableFalse = appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse}
+	deadline       = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "ReplicaSet has timed out progressing."}
+	complete       = deployment(3, 3, 3, 3, 2, availableTrue)
+	rolling        = deployment(3, 1, 2, 2, 2, availableTrue)
+	stale          = deployment(3, 3, 3, 3, 1, availableTrue)
+	stalled        = deployment(3, 1, 2, 2, 2, availableTrue, deadline)
+	down           = deployment(3, 3, 0, 0, 2, availableFalse)
+	refused        = errors.New(`Deployment.apps "cache" is invalid`)
+)
+
+type conditionCase struct {
+	name       string
+	m          *cachev1alpha1.Memcached
+	obs        Observation
+	wantStatus metav1.ConditionStatus
+	wantReason string
+}
+
+func runConditionCases(t *testing.T, f func(*cachev1alpha1.Memcached, Observation) metav1.Condition, wantType string, cases []conditionCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := f(tt.m, tt.obs)
+			g.Expect(c.Type).To(Equal(wantType))
+			g.Expect(c.Status).To(Equal(tt.wantStatus))
+			g.Expect(c.Reason).To(Equal(tt.wantReason))
+			g.Expect(c.Message).NotTo(BeEmpty(), "a condition always says why")
+		})
+	}
+}
+
+func TestAvailable(t *testing.T) {
+	runConditionCases(t, Available, cachev1alpha1.ConditionAvailable, []conditionCase{
+		{"no Deployment yet", mc(3), Observation{}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentPending},
+		{"foreign Deployment", mc(3), Observation{Foreign: true}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"all ready", mc(3), Observation{Deployment: complete}, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
+		{"rolling out with enough ready", mc(3), Observation{Deployment: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
+		{"none ready", mc(3), Observation{Deployment: down}, metav1.ConditionFalse, cachev1alpha1.ReasonMinimumReplicasUnavailable},
+		{"scaled to zero", mc(0), Observation{Deployment: deployment(0, 0, 0, 0, 2, availableTrue)}, metav1.ConditionTrue, cachev1alpha1.ReasonScaledToZero},
+	})
+}
+
+func TestProgressing(t *testing.T) {
+	runConditionCases(t, Progressing, cachev1alpha1.ConditionProgressing, []conditionCase{
+		{"no Deployment yet", mc(3), Observation{}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
+		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
+		{"generation not observed", mc(3), Observation{Deployment: stale}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
+		{"replicas differ from size", mc(5), Observation{Deployment: complete}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
+		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
+		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutStalled},
+		{"foreign", mc(3), Observation{Foreign: true}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"refused", mc(3), Observation{ApplyError: refused}, metav1.ConditionFalse, cachev1alpha1.ReasonApplyFailed},
+	})
+}
+
+func TestDegraded(t *testing.T) {
+	runConditionCases(t, Degraded, cachev1alpha1.ConditionDegraded, []conditionCase{
+		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
+		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
+		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionTrue, cachev1alpha1.ReasonRolloutStalled},
+		{"foreign", mc(3), Observation{Foreign: true}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"refused", mc(3), Observation{ApplyError: refused}, metav1.ConditionTrue, cachev1alpha1.ReasonApplyFailed},
+	})
+}
+
+func TestReconciling(t *testing.T) {
+	runConditionCases(t, Reconciling, cachev1alpha1.ConditionReconciling, []conditionCase{
+		{"no Deployment yet", mc(3), Observation{}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
+		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
+		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
+		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutStalled},
+		{"foreign", mc(3), Observation{Foreign: true}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
+	})
+}
+
+func TestStalled(t *testing.T) {
+	runConditionCases(t, Stalled, cachev1alpha1.ConditionStalled, []conditionCase{
+		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
+		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
+		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionTrue, cachev1alpha1.ReasonRolloutStalled},
+		{"foreign", mc(3), Observation{Foreign: true}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"refused", mc(3), Observation{ApplyError: refused}, metav1.ConditionTrue, cachev1alpha1.ReasonApplyFailed},
+	})
+}
+
+func TestStatusKeepsTransitionTimes(t *testing.T) {
+	g := NewWithT(t)
+	earlier := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	now := metav1.NewTime(time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC))
+	m := mc(3)
+	m.Status.Conditions = []metav1.Condition{
+		{Type: cachev1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, LastTransitionTime: earlier},
+		{Type: cachev1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, LastTransitionTime: earlier},
+	}
+	st := Status(m, Observation{Deployment: complete}, now)
+
+	times := map[string]metav1.Time{}
+	for _, c := range st.Conditions {
+		times[*c.Type] = *c.LastTransitionTime
+		g.Expect(*c.ObservedGeneration).To(Equal(int64(4)))
+	}
+	g.Expect(times[cachev1alpha1.ConditionAvailable]).To(Equal(earlier), "status unchanged: time kept")
+	g.Expect(times[cachev1alpha1.ConditionProgressing]).To(Equal(now), "status changed: time moves")
+	g.Expect(times[cachev1alpha1.ConditionDegraded]).To(Equal(now), "new condition: time is now")
+	g.Expect(*st.ObservedGeneration).To(Equal(int64(4)))
+	g.Expect(*st.Replicas).To(Equal(int32(3)))
+	g.Expect(*st.ReadyReplicas).To(Equal(int32(3)))
+	g.Expect(*st.Selector).To(Equal("app.kubernetes.io/instance=cache,app.kubernetes.io/name=memcached"))
+}
