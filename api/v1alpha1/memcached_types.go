@@ -6,8 +6,6 @@ import (
 )
 
 // MemcachedSpec is the desired state of a Memcached cache.
-//
-// +kubebuilder:validation:XValidation:rule="!has(self.memoryLimitMiB) || !has(self.resources) || !has(self.resources.limits) || !('memory' in self.resources.limits) || quantity(string(self.resources.limits.memory)).compareTo(quantity(string(self.memoryLimitMiB) + 'Mi')) > 0",message="memoryLimitMiB must be less than resources.limits.memory, or memcached is killed for using the memory it was given"
 type MemcachedSpec struct {
 	// size is the number of memcached pods. It is the scale subresource's
 	// replica count, so `kubectl scale memcached/NAME --replicas=N` and a
@@ -39,6 +37,8 @@ type MemcachedSpec struct {
 
 	// memoryLimitMiB is the memory memcached may use for items, in MiB
 	// (memcached's -m). When empty, memcached's own default (64) applies.
+	// Keep it below resources.limits.memory, with room for connections
+	// and memcached's own overhead, or the container is killed when full.
 	//
 	// +optional
 	// +kubebuilder:validation:Minimum=8

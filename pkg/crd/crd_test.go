@@ -158,14 +158,6 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 		{"too few connections", cachev1alpha1.MemcachedSpec{MaxConnections: ptr.To[int32](1)}, "spec.maxConnections in body should be greater than or equal to 16"},
 		{"zero threads", cachev1alpha1.MemcachedSpec{Threads: ptr.To[int32](0)}, "spec.threads in body should be greater than or equal to 1"},
 		{"too many threads", cachev1alpha1.MemcachedSpec{Threads: ptr.To[int32](65)}, "spec.threads in body should be less than or equal to 64"},
-		{
-			"memory limit above the container's memory limit",
-			cachev1alpha1.MemcachedSpec{
-				MemoryLimitMiB: ptr.To[int32](512),
-				Resources:      &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}},
-			},
-			"memoryLimitMiB must be less than resources.limits.memory",
-		},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -35,10 +35,16 @@ func Status(m *cachev1alpha1.Memcached, obs Observation, now metav1.Time) *cache
 	st := cacheac.MemcachedStatus().
 		WithObservedGeneration(m.Generation).
 		WithSelector(metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: desired.SelectorLabels(m)}))
+	// Zero counts are left out rather than sent as 0: the API omits zero
+	// values, so the stored object would never show a 0 to compare with, and
+	// a field the operator stops sending is removed, which reads as 0.
 	if d := obs.Deployment; d != nil {
-		st.WithReplicas(d.Status.Replicas).WithReadyReplicas(d.Status.ReadyReplicas)
-	} else {
-		st.WithReplicas(0).WithReadyReplicas(0)
+		if d.Status.Replicas > 0 {
+			st.WithReplicas(d.Status.Replicas)
+		}
+		if d.Status.ReadyReplicas > 0 {
+			st.WithReadyReplicas(d.Status.ReadyReplicas)
+		}
 	}
 	for _, c := range Conditions(m, obs) {
 		st.WithConditions(conditionApplyConfiguration(c, m.Status.Conditions, m.Generation, now))

@@ -146,3 +146,12 @@ func TestStatusKeepsTransitionTimes(t *testing.T) {
 	g.Expect(*st.ReadyReplicas).To(Equal(int32(3)))
 	g.Expect(*st.Selector).To(Equal("app.kubernetes.io/instance=cache,app.kubernetes.io/name=memcached"))
 }
+
+func TestStatusLeavesOutZeroCounts(t *testing.T) {
+	g := NewWithT(t)
+	st := Status(mc(0), Observation{Deployment: deployment(0, 0, 0, 0, 2, availableTrue)}, metav1.Now())
+	g.Expect(st.Replicas).To(BeNil())
+	g.Expect(st.ReadyReplicas).To(BeNil())
+	st = Status(mc(3), Observation{}, metav1.Now())
+	g.Expect(st.Replicas).To(BeNil())
+}

@@ -39,6 +39,8 @@ type MemcachedSpecApplyConfiguration struct {
 	Image *string `json:"image,omitempty"`
 	// memoryLimitMiB is the memory memcached may use for items, in MiB
 	// (memcached's -m). When empty, memcached's own default (64) applies.
+	// Keep it below resources.limits.memory, with room for connections
+	// and memcached's own overhead, or the container is killed when full.
 	MemoryLimitMiB *int32 `json:"memoryLimitMiB,omitempty"`
 	// maxConnections is the maximum number of simultaneous connections
 	// (memcached's -c). When empty, memcached's own default (1024) applies.

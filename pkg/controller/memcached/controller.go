@@ -143,6 +143,10 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, m *cachev1alpha1.M
 	log.Info("Applying Deployment", "deployment", klog.KRef(m.Namespace, m.Name))
 	err = r.Client.Apply(ctx, want, client.FieldOwner(FieldManager), client.ForceOwnership)
 	switch {
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		// The namespace is going away, and the Memcached with it.
+		log.V(1).Info("Not applying Deployment: the namespace is terminating")
+		return status.Observation{Deployment: current}, nil
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 		log.Error(err, "The apiserver refused the Deployment")
 		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, eventApplyRejected, "Apply",

@@ -93,7 +93,8 @@ func TestScaledDeploymentIsRevertedWithEvent(t *testing.T) {
 
 	// What `kubectl scale deployment/cache --replicas=5` sends.
 	scale := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":5}}`))
-	g.Expect(k8s.SubResource("scale").Patch(ctx, dep, scale, client.FieldOwner("kubectl"))).To(Succeed())
+	// The answer is a Scale: decode it into a copy, not into dep.
+	g.Expect(k8s.SubResource("scale").Patch(ctx, dep.DeepCopy(), scale, client.FieldOwner("kubectl"))).To(Succeed())
 
 	g.Eventually(func(g Gomega) {
 		got := &appsv1.Deployment{}
@@ -170,13 +171,22 @@ func TestSteadyStateSendsNoRequests(t *testing.T) {
 	var ms []*cachev1alpha1.Memcached
 	for i := range 5 {
 		ms = append(ms, newMemcached(t, ns, fmt.Sprintf("cache-%d", i), cachev1alpha1.MemcachedSpec{
-			Size: ptr.To[int32](int32(i%3 + 1)), Threads: ptr.To[int32](2),
+			Size: ptr.To[int32](int32(i % 3)), Threads: ptr.To[int32](2), // sizes 0, 1 and 2
 			Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.1")}},
 		}))
 	}
 	for _, m := range ms {
 		converged(t, m)
 	}
+	// Objects of earlier tests are still being deleted with their
+	// namespaces, and their status is still written: wait until they are gone.
+	g.Eventually(func(g Gomega) {
+		list := &cachev1alpha1.MemcachedList{}
+		g.Expect(k8s.List(context.Background(), list)).To(Succeed())
+		for _, m := range list.Items {
+			g.Expect(m.Namespace).To(Equal(ns), "Memcached of another test still exists")
+		}
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	// Let the last status writes and their watch events settle.
 	time.Sleep(2 * time.Second)
 
@@ -269,7 +279,7 @@ func TestScaleSubresourceScalesTheDeployment(t *testing.T) {
 	converged(t, m)
 
 	// What `kubectl scale memcached/cache --replicas=3` sends.
-	g.Expect(k8s.SubResource("scale").Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":3}}`)))).To(Succeed())
+	g.Expect(k8s.SubResource("scale").Patch(ctx, m.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":3}}`)))).To(Succeed())
 	got, dep := converged(t, m)
 	g.Expect(*dep.Spec.Replicas).To(Equal(int32(3)))
 	g.Expect(got.Status.Replicas).To(Equal(int32(3)))

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -23,7 +24,7 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 )
 
-// Scheme holds the built-in Kubernetes types and ours.
+// Scheme holds the built-in Kubernetes types, CustomResourceDefinitions and ours.
 var Scheme = newScheme()
 
 func newScheme() *k8sruntime.Scheme {
@@ -32,6 +33,9 @@ func newScheme() *k8sruntime.Scheme {
 		panic(err)
 	}
 	if err := cachev1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s
