@@ -34,7 +34,7 @@ generate: ## Generate deepcopy functions and apply configurations (applyconfig/)
 .PHONY: manifests
 manifests: ## Generate the CRD (manifests/crd/bases) and the ClusterRole (manifests/rbac) from markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=manifests/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=memcached-operator-manager paths=./pkg/... output:rbac:artifacts:config=manifests/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager paths=./pkg/... output:rbac:artifacts:config=manifests/rbac
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -91,25 +91,34 @@ build: ## Build the operator binary into bin/manager.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN_DIR)/manager ./cmd
 
 .PHONY: run
-run: build k8s-binaries ## Run the operator from source on $$KUBECONFIG, or on the local cluster (created if needed).
+run: build k8s-binaries ## Run the operator from source on $KUBECONFIG, or on the local cluster (created if needed).
 	hack/run.sh
 
 .PHONY: install
-install: ## Install the CRD into the cluster of $$KUBECONFIG (the local cluster if unset).
+install: k8s-binaries ## Install the CRD into the cluster of $KUBECONFIG (the local cluster if unset).
 	$(KUBECTL) --kubeconfig "$${KUBECONFIG:-$(LOCAL_KUBECONFIG)}" apply --server-side -f manifests/crd/bases
 
 .PHONY: uninstall
-uninstall: ## Remove the CRD (and with it every Memcached) from the cluster of $$KUBECONFIG.
+uninstall: k8s-binaries ## Remove the CRD (and with it every Memcached) from the cluster of $KUBECONFIG.
 	$(KUBECTL) --kubeconfig "$${KUBECONFIG:-$(LOCAL_KUBECONFIG)}" delete --ignore-not-found -f manifests/crd/bases
 
 .PHONY: deploy
-deploy: ## Deploy the operator in-cluster (not written yet: fails).
-	@echo "in-cluster deployment manifests do not exist yet" >&2; exit 1
+deploy: k8s-binaries ## Install the operator in-cluster (kubectl apply -k manifests/default, image $IMG) on $KUBECONFIG's cluster.
+	@if [ -z "$${KUBECONFIG:-}" ]; then echo "note: the local cluster's pods run no containers: use 'make run' there; deploying anyway"; fi
+	$(KUBECTL) kustomize manifests/default | sed 's|image: memcached-operator:latest|image: $(IMG)|' | \
+		$(KUBECTL) --kubeconfig "$${KUBECONFIG:-$(LOCAL_KUBECONFIG)}" apply --server-side --field-manager=memcached-operator-install -f -
 
 .PHONY: undeploy
-undeploy: ## Remove the in-cluster operator (not written yet: fails).
-	@echo "in-cluster deployment manifests do not exist yet" >&2; exit 1
+undeploy: k8s-binaries ## Remove the in-cluster operator, its CRD and every Memcached from $KUBECONFIG's cluster.
+	$(KUBECTL) kustomize manifests/default | $(KUBECTL) --kubeconfig "$${KUBECONFIG:-$(LOCAL_KUBECONFIG)}" delete --ignore-not-found -f -
+
+.PHONY: build-installer
+build-installer: k8s-binaries ## Write dist/install.yaml: the whole install bundle in one file (image $IMG), for GitOps repositories.
+	mkdir -p dist
+	$(KUBECTL) kustomize manifests/default | sed 's|image: memcached-operator:latest|image: $(IMG)|' > dist/install.yaml
+	@echo "wrote dist/install.yaml"
 
 .PHONY: docker-build
-docker-build: ## Build the operator image with Docker (needs a Docker engine).
+docker-build: ## Build the operator image $IMG with Docker (needs a Docker engine).
+	@command -v docker >/dev/null || { echo "docker is not installed" >&2; exit 1; }
 	docker build -t $(IMG) .

@@ -9,22 +9,14 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/pkg/controller/memcached"
 	"github.com/example/memcached-operator/pkg/internal/localcluster"
 	"github.com/example/memcached-operator/pkg/internal/testenv"
 )
@@ -41,7 +33,7 @@ var (
 const (
 	// syncPeriod is short so that resyncs happen during the tests.
 	syncPeriod   = 2 * time.Second
-	defaultImage = "memcached:1.6.26-alpine3.19"
+	defaultImage = testenv.DefaultImage
 	timeout      = 90 * time.Second
 	poll         = 200 * time.Millisecond
 )
@@ -81,29 +73,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
-	mgr, err := ctrl.NewManager(requests.Wrap(cfg), ctrl.Options{
-		Scheme:                 testenv.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  memcached.CacheOptions(cache.Options{SyncPeriod: ptr.To(syncPeriod)}),
-	})
+	testenv.SetLogger()
+	done, err := testenv.StartOperator(ctx, requests.Wrap(cfg), testenv.OperatorOptions{SyncPeriod: syncPeriod})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	r := &memcached.Reconciler{
-		Client:       mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		Recorder:     mgr.GetEventRecorder("memcached-operator"),
-		DefaultImage: defaultImage,
-	}
-	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	done := make(chan error)
-	go func() { done <- mgr.Start(ctx) }()
 
 	code := m.Run()
 	cancel()
@@ -112,14 +87,6 @@ func run(m *testing.M) int {
 		code = 1
 	}
 	return code
-}
-
-// zapLevel keeps the operator's logs to errors, unless TEST_OPERATOR_LOGS is set.
-func zapLevel() zapcore.Level {
-	if os.Getenv("TEST_OPERATOR_LOGS") != "" {
-		return zapcore.DebugLevel
-	}
-	return zapcore.ErrorLevel
 }
 
 // newMemcached creates a Memcached and returns it.

@@ -1,0 +1,5 @@
+package install_test
+
+import "encoding/json"
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -1,0 +1,287 @@
+// Package install_test checks what a cluster admin installs: the kustomize
+// bundle in manifests/default, applied to a real local cluster. It proves
+// the manifests are accepted, that the manager pod meets the restricted Pod
+// Security level, and that the generated ClusterRole is both sufficient for
+// the operator and tight.
+package install_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/internal/localcluster"
+	"github.com/example/memcached-operator/pkg/internal/testenv"
+)
+
+const (
+	operatorNamespace = "memcached-operator-system"
+	operatorSA        = "memcached-operator-controller-manager"
+	timeout           = 90 * time.Second
+	poll              = 200 * time.Millisecond
+)
+
+var (
+	cluster *localcluster.Cluster
+	k8s     client.Client
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	ctx := context.Background()
+	testenv.SetLogger()
+	var err error
+	if cluster, err = localcluster.Create(ctx, "install-test", localcluster.Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = cluster.Delete(context.Background()) }()
+	cfg, err := cluster.Config()
+	if err == nil {
+		k8s, err = client.New(cfg, client.Options{Scheme: testenv.Scheme})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// kubectl runs the kubectl of bin/k8s on the test cluster.
+func kubectl(t *testing.T, stdin []byte, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(testenv.RepoRoot(), "bin", "k8s", "kubectl"), append([]string{"--kubeconfig", cluster.Kubeconfig}, args...)...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// bundle is the install bundle: what `make build-installer` writes to dist/install.yaml.
+func bundle(t *testing.T) []byte {
+	t.Helper()
+	out, err := kubectl(t, nil, "kustomize", filepath.Join(testenv.RepoRoot(), "manifests", "default"))
+	if err != nil {
+		t.Fatalf("kustomize: %v\n%s", err, out)
+	}
+	return []byte(out)
+}
+
+// install applies the bundle for real (once per test binary).
+func install(t *testing.T) {
+	t.Helper()
+	out, err := kubectl(t, bundle(t), "apply", "--server-side", "--field-manager=installer", "-f", "-")
+	if err != nil {
+		t.Fatalf("applying the bundle: %v\n%s", err, out)
+	}
+	if out, err := kubectl(t, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/memcacheds.cache.example.com"); err != nil {
+		t.Fatalf("waiting for the CRD: %v\n%s", err, out)
+	}
+}
+
+func TestBundlePassesServerSideDryRun(t *testing.T) {
+	g := NewWithT(t)
+	b := bundle(t)
+	// Namespaced objects need their namespace, and Memcached objects their
+	// CRD, to exist: apply those two for real, then dry-run everything.
+	var firsts [][]byte
+	for _, doc := range bytes.Split(b, []byte("\n---\n")) {
+		if bytes.Contains(doc, []byte("kind: Namespace\n")) || bytes.Contains(doc, []byte("kind: CustomResourceDefinition\n")) {
+			firsts = append(firsts, doc)
+		}
+	}
+	g.Expect(firsts).To(HaveLen(2))
+	out, err := kubectl(t, bytes.Join(firsts, []byte("\n---\n")), "apply", "--server-side", "--field-manager=installer", "-f", "-")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+
+	out, err = kubectl(t, b, "apply", "--server-side", "--dry-run=server", "--field-manager=installer", "-f", "-")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("deployment.apps/memcached-operator-controller-manager serverside-applied (server dry run)"))
+	g.Expect(out).NotTo(ContainSubstring("Warning"), "no deprecation or validation warnings")
+
+	samples, err := kubectl(t, nil, "kustomize", filepath.Join(testenv.RepoRoot(), "manifests", "samples"))
+	g.Expect(err).NotTo(HaveOccurred(), samples)
+	out, err = kubectl(t, []byte(samples), "apply", "--server-side", "--dry-run=server", "-n", "default", "-f", "-")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+}
+
+// podTemplates returns the pod templates of the Deployments in b.
+func podTemplates(t *testing.T, b []byte) map[string]corev1.PodTemplateSpec {
+	t.Helper()
+	out := map[string]corev1.PodTemplateSpec{}
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for {
+		var d appsv1.Deployment
+		if err := dec.Decode(&d); err != nil {
+			break
+		}
+		if d.Kind == "Deployment" {
+			out[d.Name] = d.Spec.Template
+		}
+	}
+	return out
+}
+
+func TestPodsMeetRestrictedPodSecurity(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		GenerateName: "restricted-",
+		Labels: map[string]string{
+			"pod-security.kubernetes.io/enforce":         "restricted",
+			"pod-security.kubernetes.io/enforce-version": "latest",
+		},
+	}}
+	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+
+	templates := podTemplates(t, bundle(t))
+	manager, found := templates["memcached-operator-controller-manager"]
+	g.Expect(found).To(BeTrue(), "the bundle has the manager Deployment")
+
+	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: ns.Name, UID: "0"}}
+	operand := podFromApplyConfiguration(t, desired.Deployment(m, testenv.DefaultImage))
+
+	for name, tmpl := range map[string]corev1.PodTemplateSpec{"manager": manager, "memcached": operand} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-", Namespace: ns.Name, Labels: tmpl.Labels}, Spec: tmpl.Spec}
+			pod.Spec.ServiceAccountName = "" // not in this namespace, and no concern of Pod Security
+			// Pod Security admission enforces on pods; a violation is an error.
+			err := k8s.Create(ctx, pod, client.DryRunAll)
+			g.Expect(err).NotTo(HaveOccurred())
+		})
+	}
+}
+
+func podFromApplyConfiguration(t *testing.T, ac any) corev1.PodTemplateSpec {
+	t.Helper()
+	raw, err := jsonMarshal(ac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d appsv1.Deployment
+	if err := yaml.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	return d.Spec.Template
+}
+
+// serviceAccountConfig is a client configuration that authenticates as the
+// operator's ServiceAccount, with a token from the TokenRequest API.
+func serviceAccountConfig(t *testing.T) *rest.Config {
+	t.Helper()
+	admin, err := cluster.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorSA, Namespace: operatorNamespace}}
+	if err := k8s.SubResource("token").Create(context.Background(), sa, tr); err != nil {
+		t.Fatalf("requesting a token: %v", err)
+	}
+	return &rest.Config{
+		Host:            admin.Host,
+		BearerToken:     tr.Status.Token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData},
+		QPS:             -1,
+	}
+}
+
+// TestOperatorRunsUnderGeneratedRBAC runs the operator as its ServiceAccount,
+// bound only to the roles of the bundle, through a whole lifecycle, and
+// shows a request outside its role is refused.
+func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
+	g := NewWithT(t)
+	install(t)
+	cfg := serviceAccountConfig(t)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done, err := testenv.StartOperator(ctx, cfg, testenv.OperatorOptions{LeaderElectionNamespace: operatorNamespace})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("operator: %v", err)
+		}
+	})
+
+	ns := testenv.Namespace(t, k8s)
+	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: ns}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
+	g.Expect(k8s.Create(ctx, m)).To(Succeed())
+	dep := &appsv1.Deployment{}
+	waitFor := func(size int32) {
+		t.Helper()
+		g.Eventually(func(g Gomega) {
+			got := &cachev1alpha1.Memcached{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
+			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue())
+			g.Expect(got.Status.ReadyReplicas).To(Equal(size))
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), dep)).To(Succeed())
+			g.Expect(*dep.Spec.Replicas).To(Equal(size))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	}
+
+	// Create.
+	waitFor(1)
+	// Scale through the spec.
+	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":3}}`)))).To(Succeed())
+	waitFor(3)
+	// Drift: a person scales the Deployment; the operator restores it.
+	g.Expect(k8s.SubResource("scale").Patch(ctx, dep.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":1}}`)), client.FieldOwner("kubectl"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), dep)).To(Succeed())
+		g.Expect(*dep.Spec.Replicas).To(Equal(int32(3)))
+		g.Expect(dep.ManagedFields).NotTo(ContainElement(HaveField("Manager", "kubectl")), "replicas taken back")
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	// Events were recorded as the ServiceAccount.
+	g.Eventually(func(g Gomega) {
+		out, err := kubectl(t, nil, "get", "events.events.k8s.io", "-n", ns, "-o", "jsonpath={.items[*].reason}")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out).To(ContainSubstring("DriftCorrected"))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	// Delete: garbage collection removes the Deployment. The garbage
+	// collector learns of the new CRD at its next discovery resync (30 s).
+	g.Expect(k8s.Delete(ctx, m)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &appsv1.Deployment{}))
+	}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue())
+
+	// The role is tight: no Secrets, no Pods, no writes to Memcached specs.
+	sa, err := client.New(cfg, client.Options{Scheme: testenv.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	for name, call := range map[string]func() error{
+		"list secrets":       func() error { return sa.List(ctx, &corev1.SecretList{}, client.InNamespace(ns)) },
+		"list pods":          func() error { return sa.List(ctx, &corev1.PodList{}, client.InNamespace(ns)) },
+		"delete deployments": func() error { return sa.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(ns)) },
+		"create memcacheds": func() error {
+			return sa.Create(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: ns}})
+		},
+	} {
+		err := call()
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", name, err)
+		g.Expect(strings.Contains(err.Error(), "system:serviceaccount:"+operatorNamespace+":"+operatorSA)).To(BeTrue())
+	}
+}

@@ -1,0 +1,80 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/example/memcached-operator/pkg/controller/memcached"
+)
+
+// SetLogger sends controller-runtime's logs to stderr: errors only, or
+// everything when TEST_OPERATOR_LOGS is set.
+func SetLogger() {
+	level := zapcore.ErrorLevel
+	if os.Getenv("TEST_OPERATOR_LOGS") != "" {
+		level = zapcore.DebugLevel
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level)))
+}
+
+// DefaultImage is the memcached image of the operators tests start.
+const DefaultImage = "memcached:1.6.26-alpine3.19"
+
+// OperatorOptions tune an operator started by StartOperator.
+type OperatorOptions struct {
+	// SyncPeriod is the cache's resync interval (10h when zero).
+	SyncPeriod time.Duration
+	// LeaderElectionNamespace, when set, turns leader election on with its
+	// Lease in that namespace.
+	LeaderElectionNamespace string
+}
+
+// StartOperator runs the operator in-process, set up as cmd/ sets it up, as
+// the user of cfg. It runs until ctx is done; the returned channel then
+// gives the manager's error.
+func StartOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (<-chan error, error) {
+	syncPeriod := opts.SyncPeriod
+	if syncPeriod == 0 {
+		syncPeriod = 10 * time.Hour
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        Scheme,
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        "0",
+		LeaderElection:                opts.LeaderElectionNamespace != "",
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionID:              "memcached-operator.cache.example.com",
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         memcached.CacheOptions(cache.Options{SyncPeriod: &syncPeriod}),
+		// Several operators may run in one test binary, one after the other.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	r := &memcached.Reconciler{
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Recorder:     mgr.GetEventRecorder("memcached-operator"),
+		DefaultImage: DefaultImage,
+	}
+	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
+		return nil, fmt.Errorf("setting up the controller: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return done, nil
+}
