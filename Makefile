@@ -43,11 +43,12 @@ fmt: ## Run gofmt on the code.
 .PHONY: vet
 vet: ## Run go vet.
 	go vet ./...
+	go vet -tags e2e ./e2e/...
 
 .PHONY: lint
 lint: ## Check formatting and run go vet (gofmt -l must print nothing).
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "not gofmt-ed:"; echo "$$out"; exit 1; fi
-	go vet ./...
+	@$(MAKE) --no-print-directory vet
 
 .PHONY: verify
 verify: generate manifests ## Regenerate everything and fail on any difference, or an untidy go.mod.
@@ -59,12 +60,13 @@ verify: generate manifests ## Regenerate everything and fail on any difference, 
 	@$(MAKE) --no-print-directory lint
 
 .PHONY: test
-test: k8s-binaries ## Run all tests: unit, integration (real kube-apiserver) and local-cluster tests.
+test: k8s-binaries build ## Run all tests: unit, integration (real kube-apiserver), local-cluster and end-to-end.
 	go test $(GO_TEST_FLAGS) ./...
+	go test -tags e2e $(GO_TEST_FLAGS) ./e2e/...
 
 .PHONY: test-e2e
-test-e2e: ## Run the end-to-end suite (not written yet: fails).
-	@echo "the end-to-end suite does not exist yet" >&2; exit 1
+test-e2e: k8s-binaries build ## Run the end-to-end suite (E2E_PROVIDER=local|kind|existing; local by default).
+	go test -tags e2e -count=1 $(GO_TEST_FLAGS) ./e2e/... $(if $(E2E_ARGS),-args $(E2E_ARGS))
 
 .PHONY: bench
 bench: ## Measure what the operator costs the apiserver (not written yet: fails).

@@ -1,0 +1,62 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+)
+
+// A person changes the Deployment by hand: the operator puts back what it
+// owns and keeps what it does not.
+func TestDrift(t *testing.T) {
+	var ns string
+	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "cache"} }
+
+	f := features.New("drift").WithLabel("story", "drift").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			ns = namespace(t, cfg, "drift")
+			c := kube(t, cfg)
+			m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)}}
+			NewWithT(t).Expect(c.Create(ctx, m)).To(Succeed())
+			converged(t, c, key(), 2)
+			return ctx
+		}).
+		Assess("kubectl scale deployment is undone", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g := NewWithT(t)
+			_, err := kubectl(ctx, cfg, "", "scale", "deployment/cache", "-n", ns, "--replicas=5")
+			g.Expect(err).NotTo(HaveOccurred())
+			converged(t, kube(t, cfg), key(), 2)
+			out, err := kubectl(ctx, cfg, "", "get", "events.events.k8s.io", "-n", ns, "-o", "jsonpath={.items[*].note}")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(out).To(ContainSubstring("Restored fields of Deployment cache changed by [kubectl"))
+			return ctx
+		}).
+		Assess("an edited image is restored, a hand-made label and setting stay", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g := NewWithT(t)
+			_, err := kubectl(ctx, cfg, "", "set", "image", "deployment/cache", "-n", ns, "memcached=memcached:hand-picked")
+			g.Expect(err).NotTo(HaveOccurred())
+			_, err = kubectl(ctx, cfg, "", "label", "deployment/cache", "-n", ns, "owner=alice")
+			g.Expect(err).NotTo(HaveOccurred())
+			_, err = kubectl(ctx, cfg, "", "patch", "deployment/cache", "-n", ns, "--type=merge", "-p", `{"spec":{"revisionHistoryLimit":3}}`)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Eventually(func(g Gomega) {
+				_, d := converged(t, kube(t, cfg), key(), 2)
+				g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("memcached:1.6.26-alpine3.19"))
+				g.Expect(d.Labels).To(HaveKeyWithValue("owner", "alice"))
+				g.Expect(*d.Spec.RevisionHistoryLimit).To(Equal(int32(3)))
+			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+			return ctx
+		}).
+		Feature()
+	testenv.Test(t, f)
+}

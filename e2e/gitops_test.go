@@ -1,0 +1,118 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	cacheac "github.com/example/memcached-operator/applyconfig/api/v1alpha1"
+)
+
+// GitOps tools apply the Memcached spec with server-side apply, again and
+// again, while the operator writes status, an autoscaler owns spec.size
+// through the scale subresource, and a policy tool labels the Deployment.
+// Nobody conflicts and nobody's fields move.
+func TestGitOpsCoOwnership(t *testing.T) {
+	var ns string
+	appliers := []string{"argocd-controller", "kustomize-controller"}
+	spec := func(threads int32) *cacheac.MemcachedSpecApplyConfiguration {
+		// size is left out: the autoscaler owns it.
+		return cacheac.MemcachedSpec().WithImage("memcached:1.6.26-alpine3.19").WithMemoryLimitMiB(64).WithThreads(threads)
+	}
+
+	f := features.New("gitops co-ownership").WithLabel("story", "gitops").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			ns = namespace(t, cfg, "gitops")
+			return ctx
+		}).
+		Assess("appliers, an autoscaler and the operator never conflict", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			for round := range 6 {
+				for _, manager := range appliers {
+					ac := cacheac.Memcached(manager, ns).WithSpec(spec(2))
+					// No force: a conflict with the operator would be an error here.
+					g.Expect(c.Apply(ctx, ac, client.FieldOwner(manager))).To(Succeed(), "round %d, %s", round, manager)
+				}
+				if round == 2 {
+					// The autoscaler scales both caches through the scale subresource.
+					for _, name := range appliers {
+						scale := &autoscalingv1.Scale{}
+						m := &cachev1alpha1.Memcached{}
+						m.Name, m.Namespace = name, ns
+						g.Expect(c.SubResource("scale").Get(ctx, m, scale)).To(Succeed())
+						scale.Spec.Replicas = 3
+						g.Expect(c.SubResource("scale").Update(ctx, m, client.WithSubResourceBody(scale), client.FieldOwner("horizontal-pod-autoscaler"))).To(Succeed())
+					}
+				}
+				time.Sleep(500 * time.Millisecond)
+			}
+			for _, name := range appliers {
+				m, _ := converged(t, c, client.ObjectKey{Namespace: ns, Name: name}, 3)
+				// The applier sees no drift: what it owns is what it applied.
+				owned, err := cacheac.ExtractMemcached(m, name)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(toJSON(t, owned.Spec)).To(MatchJSON(toJSON(t, spec(2))))
+				g.Expect(*m.Spec.Size).To(Equal(int32(3)), "the autoscaler's size stands")
+			}
+			return ctx
+		}).
+		Assess("once converged, the Memcached stops changing", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			versions := map[string]string{}
+			for _, name := range appliers {
+				m, _ := converged(t, c, client.ObjectKey{Namespace: ns, Name: name}, 3)
+				versions[name] = m.ResourceVersion
+			}
+			// The operator resyncs every 5s when it runs here: two resyncs,
+			// and the appliers re-apply the same intent meanwhile.
+			for range 4 {
+				for _, manager := range appliers {
+					g.Expect(c.Apply(ctx, cacheac.Memcached(manager, ns).WithSpec(spec(2)), client.FieldOwner(manager))).To(Succeed())
+				}
+				time.Sleep(3 * time.Second)
+			}
+			for _, name := range appliers {
+				m := &cachev1alpha1.Memcached{}
+				g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, m)).To(Succeed())
+				g.Expect(m.ResourceVersion).To(Equal(versions[name]), "%s changed at rest", name)
+			}
+			return ctx
+		}).
+		Assess("a third manager's labels and annotations on the Deployment survive", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			name := appliers[0]
+			policy := appsv1ac.Deployment(name, ns).
+				WithLabels(map[string]string{"cost-center": "42"}).
+				WithAnnotations(map[string]string{"policy.example.com/checked": "true"})
+			g.Expect(c.Apply(ctx, policy, client.FieldOwner("policy-controller"))).To(Succeed())
+			// A spec change makes the operator apply the Deployment again.
+			g.Expect(c.Apply(ctx, cacheac.Memcached(name, ns).WithSpec(spec(4)), client.FieldOwner(name))).To(Succeed())
+			_, d := converged(t, c, client.ObjectKey{Namespace: ns, Name: name}, 3)
+			g.Expect(d.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--threads=4"))
+			g.Expect(d.Labels).To(HaveKeyWithValue("cost-center", "42"))
+			g.Expect(d.Annotations).To(HaveKeyWithValue("policy.example.com/checked", "true"))
+			return ctx
+		}).
+		Feature()
+	testenv.Test(t, f)
+}
+
+func toJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,133 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+)
+
+const (
+	timeout = 2 * time.Minute
+	poll    = 250 * time.Millisecond
+)
+
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = cachev1alpha1.AddToScheme(s)
+	return s
+}()
+
+// kube is a client of the test cluster that can also watch.
+func kube(t *testing.T, cfg *envconf.Config) client.WithWatch {
+	t.Helper()
+	c, err := client.NewWithWatch(cfg.Client().RESTConfig(), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// namespace creates a namespace for one feature and deletes it at the end of the test.
+func namespace(t *testing.T, cfg *envconf.Config, prefix string) string {
+	t.Helper()
+	c := kube(t, cfg)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	if err := c.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), ns) })
+	return ns.Name
+}
+
+// converged waits until the Memcached reports its current generation,
+// Available, not Reconciling, with size ready pods; it returns the
+// Memcached and its Deployment.
+func converged(t *testing.T, c client.Client, key client.ObjectKey, size int32) (*cachev1alpha1.Memcached, *appsv1.Deployment) {
+	t.Helper()
+	m, d := &cachev1alpha1.Memcached{}, &appsv1.Deployment{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(c.Get(context.Background(), key, m)).To(Succeed())
+		g.Expect(m.Status.ObservedGeneration).To(Equal(m.Generation))
+		g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue(), "Available")
+		g.Expect(meta.IsStatusConditionFalse(m.Status.Conditions, cachev1alpha1.ConditionReconciling)).To(BeTrue(), "not Reconciling")
+		g.Expect(m.Status.ReadyReplicas).To(Equal(size))
+		g.Expect(c.Get(context.Background(), key, d)).To(Succeed())
+		g.Expect(*d.Spec.Replicas).To(Equal(size))
+		g.Expect(d.Status.UpdatedReplicas).To(Equal(size))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	return m, d
+}
+
+// kstatusOf computes the Memcached's health as kstatus readers (Flux) see it.
+func kstatusOf(t *testing.T, m *cachev1alpha1.Memcached) status.Status {
+	t.Helper()
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := status.Compute(&unstructured.Unstructured{Object: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Status
+}
+
+// watchMemcached records every state of a Memcached seen through a watch
+// until stop is called, returning those states.
+func watchMemcached(t *testing.T, c client.WithWatch, key client.ObjectKey) (stop func() []cachev1alpha1.Memcached) {
+	t.Helper()
+	w, err := c.Watch(context.Background(), &cachev1alpha1.MemcachedList{},
+		client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []cachev1alpha1.Memcached
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if m, ok := ev.Object.(*cachev1alpha1.Memcached); ok {
+				seen = append(seen, *m.DeepCopy())
+			}
+		}
+	}()
+	return func() []cachev1alpha1.Memcached {
+		w.Stop()
+		<-done
+		return seen
+	}
+}
+
+// columns parses `kubectl get` output into header -> value for its one row.
+func columns(out string) map[string]string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 2 {
+		return nil
+	}
+	head, row := strings.Fields(lines[0]), strings.Fields(lines[1])
+	m := map[string]string{}
+	for i := range head {
+		if i < len(row) {
+			m[head[i]] = row[i]
+		}
+	}
+	return m
+}
