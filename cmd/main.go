@@ -34,11 +34,14 @@ func main() {
 		secureMetrics           bool
 		enableHTTP2             bool
 		probeAddr               string
+		pprofAddr               string
 		leaderElect             bool
 		leaderElectionNamespace string
 		defaultImage            string
 		maxConcurrentReconciles int
 		syncPeriod              time.Duration
+		qps                     float64
+		burst                   int
 	)
 	envImage := os.Getenv("MEMCACHED_IMAGE")
 	if envImage == "" {
@@ -48,11 +51,14 @@ func main() {
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, to callers authenticated and authorized by the apiserver.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics server (off: HTTP/2 stream cancellation and rapid reset CVEs).")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "0", "Address of the pprof endpoints (/debug/pprof); 0 disables them.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that of several replicas only one reconciles.")
 	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
 	flag.StringVar(&defaultImage, "memcached-image", envImage, "Memcached image for Memcacheds without spec.image (default: $MEMCACHED_IMAGE, else "+fallbackImage+").")
 	flag.IntVar(&maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Number of Memcacheds reconciled at once.")
 	flag.DurationVar(&syncPeriod, "sync-period", 10*time.Hour, "Interval at which every cached object is reconciled again.")
+	flag.Float64Var(&qps, "kube-api-qps", 50, "Requests per second the operator may send to the apiserver, sustained.")
+	flag.IntVar(&burst, "kube-api-burst", 100, "Requests the operator may send to the apiserver in a burst.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -84,10 +90,13 @@ func main() {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	restConfig := ctrl.GetConfigOrDie()
+	restConfig.QPS, restConfig.Burst = float32(qps), burst
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        probeAddr,
+		PprofBindAddress:              pprofAddr,
 		LeaderElection:                leaderElect,
 		LeaderElectionID:              "memcached-operator.cache.example.com",
 		LeaderElectionNamespace:       leaderElectionNamespace,

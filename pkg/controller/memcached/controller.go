@@ -40,6 +40,11 @@ const (
 	StatusFieldManager = "memcached-operator-status"
 )
 
+// deploymentReportTimeout bounds the wait for the Deployment controller to
+// report on a Deployment the operator just changed. Its report is a watch
+// event that reconciles the Memcached again at once; this is the safety net.
+const deploymentReportTimeout = 30 * time.Second
+
 // foreignRecheckInterval is how often a Memcached blocked by a Deployment it
 // does not own is looked at again; such a Deployment is outside the cache, so
 // its removal raises no event.
@@ -89,9 +94,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	log := ctrl.LoggerFrom(ctx).WithValues("memcached", klog.KObj(m), "generation", m.Generation)
 	ctx = ctrl.LoggerInto(ctx, log)
 
-	obs, err := r.reconcileDeployment(ctx, m)
+	obs, changed, err := r.reconcileDeployment(ctx, m)
 	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if changed {
+		// Anything written to the status now would be stale within
+		// milliseconds: the Deployment controller is about to report on the
+		// change, and that report reconciles this Memcached again. Until
+		// then observedGeneration lags, which reads as "in progress".
+		return reconcile.Result{RequeueAfter: deploymentReportTimeout}, nil
 	}
 	if err := r.applyStatus(ctx, m, obs); err != nil {
 		return reconcile.Result{}, err
@@ -108,35 +120,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // reconcileDeployment applies m's Deployment when what the operator owns of
-// it differs from what m asks for, and returns what it observed.
-func (r *Reconciler) reconcileDeployment(ctx context.Context, m *cachev1alpha1.Memcached) (status.Observation, error) {
+// it differs from what m asks for. It returns what it observed, and whether
+// the apply created or changed the Deployment.
+func (r *Reconciler) reconcileDeployment(ctx context.Context, m *cachev1alpha1.Memcached) (status.Observation, bool, error) {
 	log := ctrl.LoggerFrom(ctx)
 	want := desired.Deployment(m, r.DefaultImage)
 
 	current, err := r.getDeployment(ctx, client.ObjectKeyFromObject(m))
 	if err != nil {
-		return status.Observation{}, err
+		return status.Observation{}, false, err
 	}
 	if current != nil && !metav1.IsControlledBy(current, m) {
 		log.Info("Leaving alone a Deployment not controlled by the Memcached", "deployment", klog.KObj(current))
 		foreignObjectsRefused.WithLabelValues(kindDeployment).Inc()
 		r.Recorder.Eventf(m, current, corev1.EventTypeWarning, eventNotOwned, "Refuse",
 			"Deployment %s exists and is not controlled by this Memcached; leaving it alone", current.Name)
-		return status.Observation{Foreign: true}, nil
+		return status.Observation{Foreign: true}, false, nil
 	}
 
 	var lostTo []string
 	if current != nil {
 		same, err := ownedEqual(current, want)
 		if err != nil {
-			return status.Observation{}, err
+			return status.Observation{}, false, err
 		}
 		if same {
 			appliesSkipped.WithLabelValues(kindDeployment).Inc()
-			return status.Observation{Deployment: current}, nil
+			return status.Observation{Deployment: current}, false, nil
 		}
 		if lostTo, err = managersOfLostFields(current, want); err != nil {
-			return status.Observation{}, err
+			return status.Observation{}, false, err
 		}
 	}
 
@@ -146,24 +159,27 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, m *cachev1alpha1.M
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		// The namespace is going away, and the Memcached with it.
 		log.V(1).Info("Not applying Deployment: the namespace is terminating")
-		return status.Observation{Deployment: current}, nil
+		return status.Observation{Deployment: current}, false, nil
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 		log.Error(err, "The apiserver refused the Deployment")
 		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, eventApplyRejected, "Apply",
 			"The apiserver refused Deployment %s: %v", m.Name, err)
-		return status.Observation{ApplyError: err}, nil
+		return status.Observation{ApplyError: err}, false, nil
 	case err != nil:
-		return status.Observation{}, fmt.Errorf("applying Deployment %s: %w", m.Name, err)
+		return status.Observation{}, false, fmt.Errorf("applying Deployment %s: %w", m.Name, err)
 	}
 	appliesSent.WithLabelValues(kindDeployment).Inc()
 
 	// Apply wrote the apiserver's answer into want.
 	applied, err := toDeployment(want)
 	if err != nil {
-		return status.Observation{}, err
+		return status.Observation{}, false, err
 	}
-	r.recordDeploymentEvents(m, current, applied, lostTo)
-	return status.Observation{Deployment: applied}, nil
+	changed := current == nil || applied.ResourceVersion != current.ResourceVersion
+	if changed {
+		r.recordDeploymentEvents(m, current, applied, lostTo)
+	}
+	return status.Observation{Deployment: applied}, changed, nil
 }
 
 func (r *Reconciler) recordDeploymentEvents(m *cachev1alpha1.Memcached, before, after *appsv1.Deployment, lostTo []string) {
