@@ -68,9 +68,10 @@ test: k8s-binaries build ## Run all tests: unit, integration (real kube-apiserve
 test-e2e: k8s-binaries build ## Run the end-to-end suite (E2E_PROVIDER=local|kind|existing; local by default).
 	go test -tags e2e -count=1 $(GO_TEST_FLAGS) ./e2e/... $(if $(E2E_ARGS),-args $(E2E_ARGS))
 
+BENCH_N ?= 100,1000
 .PHONY: bench
-bench: ## Measure what the operator costs the apiserver (not written yet: fails).
-	@echo "the benchmark does not exist yet" >&2; exit 1
+bench: k8s-binaries build ## Measure what the operator costs the apiserver (BENCH_N=100,1000; PROFILE=1 for pprof; BENCH_ARGS=-unrelated=10000).
+	go run ./hack/bench -n $(BENCH_N) -out docs/benchmarks.md $(if $(PROFILE),-profile) $(BENCH_ARGS)
 
 ##@ Local cluster
 

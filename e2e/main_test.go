@@ -149,7 +149,9 @@ func mergeLabels(labels map[string][]string, key, value string) map[string][]str
 // addNodes adds fake nodes to the kwok cluster.
 func addNodes(kwokctl, cluster string, n int) env.Func {
 	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-		out, err := exec.CommandContext(ctx, kwokctl, "scale", "node", "--replicas", fmt.Sprint(n), "--name", cluster).CombinedOutput()
+		// Room for many pods: the default fake node allows 110.
+		out, err := exec.CommandContext(ctx, kwokctl, "scale", "node", "--replicas", fmt.Sprint(n), "--name", cluster,
+			"--param", ".allocatable.pods=5000", "--param", ".allocatable.cpu=1000", "--param", `.allocatable.memory="4Ti"`).CombinedOutput()
 		if err != nil {
 			return ctx, fmt.Errorf("adding nodes: %w: %s", err, out)
 		}

@@ -74,7 +74,9 @@ POLICY
       --kube-authorization \
       --disable-qps-limits \
       --wait 120s "${args[@]}"
-    "${kwokctl}" scale node --replicas "${NODES}" --name "${CLUSTER_NAME}"
+    # Room for thousands of pods: the default fake node allows 110.
+    "${kwokctl}" scale node --replicas "${NODES}" --name "${CLUSTER_NAME}" \
+      --param ".allocatable.pods=5000" --param ".allocatable.cpu=1000" --param ".allocatable.memory=\"4Ti\""
   fi
   "${kwokctl}" get kubeconfig --name "${CLUSTER_NAME}" > "${KUBECONFIG_PATH}"
   echo "cluster ${CLUSTER_NAME} is up; kubeconfig: ${KUBECONFIG_PATH}"

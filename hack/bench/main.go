@@ -56,6 +56,9 @@ var (
 	scheme   = newScheme()
 	steadyFl = flag.Duration("steady", 30*time.Second, "length of the steady-state window")
 	syncFl   = flag.Duration("sync-period", 10*time.Second, "the operator's --sync-period (resyncs happen during the steady window)")
+	opArgsFl = flag.String("operator-args", "", "extra flags for the operator, space-separated (e.g. --kube-api-qps=200)")
+	noBaseFl = flag.Bool("skip-baseline", false, "skip the no-operator baseline")
+	onlyFl   = flag.Bool("create-only", false, "stop after the create phase (for large N: memory and create cost)")
 )
 
 func newScheme() *k8sruntime.Scheme {
@@ -179,10 +182,12 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 	ctx := context.Background()
 
 	// Baseline: the same Deployments created directly, no operator.
-	fmt.Fprintf(os.Stderr, "== N=%d: baseline, %d Deployments without the operator\n", n, n)
-	baseline, err := runBaseline(ctx, c, n)
-	if err != nil {
-		return "", err
+	var baseline time.Duration
+	if !*noBaseFl {
+		fmt.Fprintf(os.Stderr, "== N=%d: baseline, %d Deployments without the operator\n", n, n)
+		if baseline, err = runBaseline(ctx, c, n); err != nil {
+			return "", err
+		}
 	}
 
 	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "--server-side", "-f", filepath.Join(root, "manifests", "crd", "bases")).CombinedOutput(); err != nil {
@@ -254,6 +259,12 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 		return "", err
 	}
 	stopProfile()
+	if *onlyFl {
+		if profile {
+			op.heapProfile(filepath.Join(root, "bin", "bench", fmt.Sprintf("heap-%d.pprof", n)))
+		}
+		return render(n, unrelated, baseline, phases), nil
+	}
 	if err := measure(fmt.Sprintf("steady (%s)", *steadyFl), func() error {
 		time.Sleep(*steadyFl)
 		return nil
@@ -456,8 +467,8 @@ func fileSize(path string) int64 {
 
 // auditEvent is the part of an audit.k8s.io/v1 Event the bench reads.
 type auditEvent struct {
-	Stage     string `json:"stage"`
-	Verb      string `json:"verb"`
+	Stage     string                    `json:"stage"`
+	Verb      string                    `json:"verb"`
 	User      struct{ Username string } `json:"user"`
 	ObjectRef *struct {
 		Resource    string `json:"resource"`
@@ -531,6 +542,7 @@ func startOperator(kubeconfig string, profile bool) (*operatorProcess, error) {
 	op := &operatorProcess{}
 	args := []string{"--kubeconfig", kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address", probes,
 		"--sync-period", syncFl.String(), "--memcached-image", benchImage, "--zap-log-level=error"}
+	args = append(args, strings.Fields(*opArgsFl)...)
 	if profile {
 		op.pprof = freeAddr()
 		args = append(args, "--pprof-bind-address", op.pprof)
@@ -599,7 +611,9 @@ func (o *operatorProcess) cpuProfile(path string) func() {
 	return func() { <-done }
 }
 
-func (o *operatorProcess) heapProfile(path string) { fetch("http://"+o.pprof+"/debug/pprof/heap", path) }
+func (o *operatorProcess) heapProfile(path string) {
+	fetch("http://"+o.pprof+"/debug/pprof/heap", path)
+}
 
 func fetch(url, path string) {
 	resp, err := http.Get(url)
@@ -624,7 +638,14 @@ func render(n, unrelated int, baseline time.Duration, phases []phase) string {
 	if unrelated > 0 {
 		fmt.Fprintf(&b, " (with %d unrelated Deployments)", unrelated)
 	}
-	fmt.Fprintf(&b, "\n\nBaseline, no operator, %d Deployments created directly until Available: %s.\n\n", n, baseline.Round(time.Millisecond))
+	if *opArgsFl != "" {
+		fmt.Fprintf(&b, ", operator flags `%s`", *opArgsFl)
+	}
+	if baseline > 0 {
+		fmt.Fprintf(&b, "\n\nBaseline, no operator, %d Deployments created directly until Available: %s.\n\n", n, baseline.Round(time.Millisecond))
+	} else {
+		b.WriteString("\n\nNo baseline run.\n\n")
+	}
 	b.WriteString("| phase | wall time | vs baseline | operator requests | writes | writes per CR | event writes | 409s | CPU s | peak RSS MiB |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range phases {
@@ -633,7 +654,7 @@ func render(n, unrelated int, baseline time.Duration, phases []phase) string {
 			total += v
 		}
 		ratio := "-"
-		if p.name == "create" || strings.HasPrefix(p.name, "scale") {
+		if baseline > 0 && (p.name == "create" || strings.HasPrefix(p.name, "scale")) {
 			ratio = fmt.Sprintf("%.2fx", p.wall.Seconds()/baseline.Seconds())
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %.2f | %d | %d | %.1f | %.0f |\n",

@@ -170,6 +170,15 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 	}
 }
 
+func TestLongNameIsRejected(t *testing.T) {
+	g := NewWithT(t)
+	ns := testenv.Namespace(t, env.Client)
+	err := env.Client.Create(context.Background(), memcached(ns, strings.Repeat("a", 64), cachev1alpha1.MemcachedSpec{}))
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid error, got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("metadata.name must be at most 63 characters"))
+	g.Expect(env.Client.Create(context.Background(), memcached(ns, strings.Repeat("a", 63), cachev1alpha1.MemcachedSpec{}))).To(Succeed())
+}
+
 func TestEmptyImageIsRejected(t *testing.T) {
 	g := NewWithT(t)
 	ns := testenv.Namespace(t, env.Client)

@@ -5,6 +5,7 @@ package memcached
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -49,6 +50,9 @@ const deploymentReportTimeout = 30 * time.Second
 // does not own is looked at again; such a Deployment is outside the cache, so
 // its removal raises no event.
 const foreignRecheckInterval = 30 * time.Second
+
+// errMemcachedGone: the Memcached was deleted after the cache last saw it.
+var errMemcachedGone = errors.New("the Memcached no longer exists")
 
 // Event reasons.
 const (
@@ -95,6 +99,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	ctx = ctrl.LoggerInto(ctx, log)
 
 	obs, changed, err := r.reconcileDeployment(ctx, m)
+	if errors.Is(err, errMemcachedGone) {
+		return reconcile.Result{}, nil
+	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -136,6 +143,22 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, m *cachev1alpha1.M
 		r.Recorder.Eventf(m, current, corev1.EventTypeWarning, eventNotOwned, "Refuse",
 			"Deployment %s exists and is not controlled by this Memcached; leaving it alone", current.Name)
 		return status.Observation{Foreign: true}, false, nil
+	}
+
+	if current == nil {
+		// Creating: make sure the Memcached still exists. When it was just
+		// deleted, the cache may still hold it while garbage collection has
+		// already removed its Deployment, and an apply would create an
+		// orphan. This read happens once per Deployment created.
+		live := &cachev1alpha1.Memcached{}
+		err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), live)
+		if apierrors.IsNotFound(err) || (err == nil && live.UID != m.UID) {
+			log.V(1).Info("Not creating Deployment: the Memcached is gone")
+			return status.Observation{}, false, errMemcachedGone
+		}
+		if err != nil {
+			return status.Observation{}, false, fmt.Errorf("getting Memcached %s: %w", m.Name, err)
+		}
 	}
 
 	var lostTo []string

@@ -350,3 +350,48 @@ func TestOnlyAppliesAreWritten(t *testing.T) {
 	g.Expect(applies).NotTo(BeEmpty())
 	g.Expect(others).To(BeEmpty(), "non-apply writes: %v", others)
 }
+
+func TestDeletedDeploymentIsRecreated(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)})
+	_, dep := converged(t, m)
+
+	g.Expect(k8s.Delete(ctx, dep)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &appsv1.Deployment{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(dep), got)).To(Succeed())
+		g.Expect(got.UID).NotTo(Equal(dep.UID), "a new Deployment")
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	converged(t, m)
+}
+
+func TestForeignDeploymentIsPickedUpOnceRemoved(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	labels := map[string]string{"app": "squatter"}
+	foreign := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:1"}}},
+			},
+		},
+	}
+	g.Expect(k8s.Create(ctx, foreign)).To(Succeed())
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)})
+	g.Eventually(func(g Gomega) {
+		got := &cachev1alpha1.Memcached{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionStalled)).To(BeTrue())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	// Its owner removes it: the operator creates its own within the recheck interval.
+	g.Expect(k8s.Delete(ctx, foreign)).To(Succeed())
+	_, dep := converged(t, m)
+	g.Expect(metav1.IsControlledBy(dep, m)).To(BeTrue())
+}

@@ -1,0 +1,75 @@
+package crd_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/desired"
+)
+
+var fuzzNamespace = sync.OnceValue(func() string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "fuzz-"}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		panic(err)
+	}
+	return ns.Name
+})
+
+// FuzzAdmittedSpecGivesAcceptedDeployment feeds the desired-state builder
+// Memcacheds of every shape: it never panics, and for every Memcached the
+// apiserver admits, the apiserver also accepts the Deployment built from it
+// (server-side dry run). The seeds below and testdata/fuzz/ run with every
+// `go test`; `go test -fuzz FuzzAdmittedSpecGivesAcceptedDeployment ./pkg/crd`
+// explores further.
+func FuzzAdmittedSpecGivesAcceptedDeployment(f *testing.F) {
+	f.Add("cache", int32(1), int32(11211), "", int32(0), int32(0), int32(0), "", "")
+	f.Add("a", int32(0), int32(1), "memcached", int32(8), int32(16), int32(1), "1m", "1Mi")
+	f.Add("cache.with.dots", int32(100), int32(65535), "localhost:5000/memcached:1.6", int32(65536), int32(65536), int32(64), "64", "64Gi")
+	f.Add("cache-0123456789-0123456789-0123456789-0123456789-0123456789-ab", int32(3), int32(80), "registry.example.com/a/b/c@sha256:0123456789012345678901234567890123456789012345678901234567890123", int32(100), int32(1024), int32(4), "0.5", "300M")
+	f.Fuzz(func(t *testing.T, name string, size, port int32, image string, mem, conns, threads int32, cpu, memory string) {
+		m := &cachev1alpha1.Memcached{
+			ObjectMeta: metav1.ObjectMeta{Namespace: fuzzNamespace(), Name: name},
+			Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To(size), ContainerPort: ptr.To(port), Image: image},
+		}
+		if mem != 0 {
+			m.Spec.MemoryLimitMiB = ptr.To(mem)
+		}
+		if conns != 0 {
+			m.Spec.MaxConnections = ptr.To(conns)
+		}
+		if threads != 0 {
+			m.Spec.Threads = ptr.To(threads)
+		}
+		limits := corev1.ResourceList{}
+		if q, err := resource.ParseQuantity(cpu); err == nil {
+			limits[corev1.ResourceCPU] = q
+		}
+		if q, err := resource.ParseQuantity(memory); err == nil {
+			limits[corev1.ResourceMemory] = q
+		}
+		if len(limits) > 0 {
+			m.Spec.Resources = &corev1.ResourceRequirements{Limits: limits, Requests: limits}
+		}
+
+		// Never panics, admitted or not.
+		d := desired.Deployment(m, "memcached:1.6.26-alpine3.19")
+
+		ctx := context.Background()
+		if err := env.Client.Create(ctx, m.DeepCopy(), client.DryRunAll); err != nil {
+			return // not admitted: the builder is never asked about it
+		}
+		m.UID = "00000000-0000-0000-0000-000000000001"
+		d = desired.Deployment(m, "memcached:1.6.26-alpine3.19")
+		if err := env.Client.Apply(ctx, d, client.DryRunAll, client.FieldOwner("fuzz"), client.ForceOwnership); err != nil {
+			t.Fatalf("admitted Memcached %q %+v gives a Deployment the apiserver refuses: %v", name, m.Spec, err)
+		}
+	})
+}
