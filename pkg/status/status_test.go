@@ -1,6 +1,7 @@
 package status
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -9,7 +10,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 )
@@ -154,4 +158,38 @@ func TestStatusLeavesOutZeroCounts(t *testing.T) {
 	g.Expect(st.ReadyReplicas).To(BeNil())
 	st = Status(mc(3), Observation{}, metav1.Now())
 	g.Expect(st.Replicas).To(BeNil())
+}
+
+// TestKstatusReadsTheStatus checks the status the way Flux and other kstatus
+// readers judge health.
+func TestKstatusReadsTheStatus(t *testing.T) {
+	tests := []struct {
+		name       string
+		obs        Observation
+		generation int64 // the Memcached's generation when read; 4 is the one the status was computed for
+		want       kstatus.Status
+	}{
+		{"converged", Observation{Deployment: complete}, 4, kstatus.CurrentStatus},
+		{"rolling out", Observation{Deployment: rolling}, 4, kstatus.InProgressStatus},
+		{"no Deployment yet", Observation{}, 4, kstatus.InProgressStatus},
+		{"spec changed since", Observation{Deployment: complete}, 5, kstatus.InProgressStatus},
+		{"rollout stalled", Observation{Deployment: stalled}, 4, kstatus.FailedStatus},
+		{"foreign Deployment", Observation{Foreign: true}, 4, kstatus.FailedStatus},
+		{"refused Deployment", Observation{ApplyError: refused}, 4, kstatus.FailedStatus},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			m := mc(3)
+			raw, err := json.Marshal(Status(m, tt.obs, metav1.Now()))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(json.Unmarshal(raw, &m.Status)).To(Succeed())
+			m.Generation = tt.generation
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(m)
+			g.Expect(err).NotTo(HaveOccurred())
+			res, err := kstatus.Compute(&unstructured.Unstructured{Object: u})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.Status).To(Equal(tt.want), res.Message)
+		})
+	}
 }
