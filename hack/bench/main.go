@@ -161,7 +161,7 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(state)
-	env := []string{"CLUSTER_NAME=" + name, "STATE_DIR=" + state, "AUDIT_USER=" + operatorUser}
+	env := []string{"CLUSTER_NAME=" + name, "STATE_DIR=" + state, "AUDIT_USER=" + operatorUser, "NODES=4"}
 	fmt.Fprintf(os.Stderr, "== N=%d: creating cluster %s\n", n, name)
 	if _, err := cluster(env, "up"); err != nil {
 		return "", err
