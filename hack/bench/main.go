@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -37,6 +38,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
@@ -79,6 +81,7 @@ func main() {
 	profile := flag.Bool("profile", false, "write CPU and heap profiles of the operator to bin/bench/")
 	out := flag.String("out", "", "also write the report to this markdown file")
 	flag.Parse()
+	ctrllog.SetLogger(logr.Discard()) // the bench's client logs nothing worth reading
 
 	var report strings.Builder
 	fmt.Fprintf(&report, "Machine: %d cores, %s; command: `go run ./hack/bench %s`; date %s.\n\n",
