@@ -156,8 +156,19 @@ func Available(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 
 // Progressing is True while the Deployment rolls out or scales.
 func Progressing(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
+	return rolloutCondition(cachev1alpha1.ConditionProgressing, m, obs)
+}
+
+// Reconciling is the kstatus condition: True while the Deployment has not
+// reached the desired state and is still making progress. It says what
+// Progressing says, under the name kstatus readers look for.
+func Reconciling(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
+	return rolloutCondition(cachev1alpha1.ConditionReconciling, m, obs)
+}
+
+func rolloutCondition(conditionType string, m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 	r, msg := rolloutOf(m, obs)
-	c := metav1.Condition{Type: cachev1alpha1.ConditionProgressing, Message: msg}
+	c := metav1.Condition{Type: conditionType, Message: msg}
 	switch r {
 	case rolloutPending, rolloutInProgress:
 		c.Status, c.Reason = metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut
@@ -173,48 +184,25 @@ func Progressing(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 
 // Degraded is True when the cache cannot reach its desired state by itself.
 func Degraded(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
-	r, msg := rolloutOf(m, obs)
-	c := metav1.Condition{Type: cachev1alpha1.ConditionDegraded}
-	switch r {
-	case rolloutStalled:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, cachev1alpha1.ReasonRolloutStalled, msg
-	case rolloutBlocked:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, blockedReason(obs), msg
-	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected, "Nothing is wrong"
-	}
-	return c
+	return blockedCondition(cachev1alpha1.ConditionDegraded, "Nothing is wrong", m, obs)
 }
 
-// Reconciling is the kstatus condition: True while the Deployment has not
-// reached the desired state and is still making progress.
-func Reconciling(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
-	r, msg := rolloutOf(m, obs)
-	c := metav1.Condition{Type: cachev1alpha1.ConditionReconciling, Message: msg}
-	switch r {
-	case rolloutPending, rolloutInProgress:
-		c.Status, c.Reason = metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut
-	case rolloutComplete:
-		c.Status, c.Reason = metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete
-	case rolloutStalled:
-		c.Status, c.Reason = metav1.ConditionFalse, cachev1alpha1.ReasonRolloutStalled
-	case rolloutBlocked:
-		c.Status, c.Reason = metav1.ConditionFalse, blockedReason(obs)
-	}
-	return c
-}
-
-// Stalled is the kstatus condition: True when progress stopped and needs a person.
+// Stalled is the kstatus condition: True when progress stopped and needs a
+// person. It says what Degraded says, under the name kstatus readers look for.
 func Stalled(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
+	return blockedCondition(cachev1alpha1.ConditionStalled, "Progress is not blocked", m, obs)
+}
+
+func blockedCondition(conditionType, fineMessage string, m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 	r, msg := rolloutOf(m, obs)
-	c := metav1.Condition{Type: cachev1alpha1.ConditionStalled}
+	c := metav1.Condition{Type: conditionType}
 	switch r {
 	case rolloutStalled:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, cachev1alpha1.ReasonRolloutStalled, msg
 	case rolloutBlocked:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, blockedReason(obs), msg
 	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected, "Progress is not blocked"
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected, fineMessage
 	}
 	return c
 }

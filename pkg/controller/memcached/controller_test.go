@@ -231,18 +231,7 @@ func TestForeignDeploymentIsLeftAloneAndReported(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, k8s)
-	labels := map[string]string{"app": "someone-elses"}
-	foreign := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:1"}}},
-			},
-		},
-	}
+	foreign := foreignDeployment(ns, "taken")
 	g.Expect(k8s.Create(ctx, foreign)).To(Succeed())
 
 	m := newMemcached(t, ns, "taken", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)})
@@ -371,17 +360,7 @@ func TestForeignDeploymentIsPickedUpOnceRemoved(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, k8s)
-	labels := map[string]string{"app": "squatter"}
-	foreign := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:1"}}},
-			},
-		},
-	}
+	foreign := foreignDeployment(ns, "cache")
 	g.Expect(k8s.Create(ctx, foreign)).To(Succeed())
 	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)})
 	g.Eventually(func(g Gomega) {
@@ -394,4 +373,20 @@ func TestForeignDeploymentIsPickedUpOnceRemoved(t *testing.T) {
 	g.Expect(k8s.Delete(ctx, foreign)).To(Succeed())
 	_, dep := converged(t, m)
 	g.Expect(metav1.IsControlledBy(dep, m)).To(BeTrue())
+}
+
+// foreignDeployment is a Deployment of one replica made by someone else.
+func foreignDeployment(ns, name string) *appsv1.Deployment {
+	labels := map[string]string{"app": "someone-elses"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:1"}}},
+			},
+		},
+	}
 }
