@@ -23,6 +23,7 @@ import (
 type hostOperator struct {
 	cmd         *exec.Cmd
 	metricsAddr string
+	probeAddr   string
 	log         *os.File
 }
 
@@ -36,101 +37,163 @@ func freeAddr() (string, error) {
 }
 
 func startHostOperator(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	op, err := runOperator(cfg)
+	if err != nil {
+		return ctx, err
+	}
+	operator = op
+	return ctx, nil
+}
+
+// runOperator starts bin/manager (or $E2E_OPERATOR_BINARY) on the test
+// cluster with extra flags, and waits until it is ready.
+func runOperator(cfg *envconf.Config, extraArgs ...string) (*hostOperator, error) {
 	bin := os.Getenv("E2E_OPERATOR_BINARY")
 	if bin == "" {
 		bin = filepath.Join(repoRoot(), "bin", "manager")
 	}
 	if _, err := os.Stat(bin); err != nil {
-		return ctx, fmt.Errorf("operator binary %s: %w (run 'make build')", bin, err)
+		return nil, fmt.Errorf("operator binary %s: %w (run 'make build')", bin, err)
 	}
 	metrics, err := freeAddr()
 	if err != nil {
-		return ctx, err
+		return nil, err
 	}
 	probes, err := freeAddr()
 	if err != nil {
-		return ctx, err
+		return nil, err
 	}
 	log, err := os.CreateTemp("", "memcached-e2e-operator-*.log")
 	if err != nil {
-		return ctx, err
+		return nil, err
 	}
-	cmd := exec.Command(bin,
+	args := append([]string{
 		"--kubeconfig", cfg.KubeconfigFile(),
 		"--metrics-bind-address", metrics, "--metrics-secure=false",
 		"--health-probe-bind-address", probes,
 		"--sync-period=5s",
 		"--memcached-image=memcached:1.6.26-alpine3.19",
-	)
+	}, extraArgs...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		return ctx, fmt.Errorf("starting the operator: %w", err)
+		return nil, fmt.Errorf("starting the operator: %w", err)
 	}
-	operator = &hostOperator{cmd: cmd, metricsAddr: metrics, log: log}
+	op := &hostOperator{cmd: cmd, metricsAddr: metrics, probeAddr: probes, log: log}
 	fmt.Printf("operator running as pid %d, log in %s\n", cmd.Process.Pid, log.Name())
+	if !op.waitHealthy(time.Minute) {
+		_ = cmd.Process.Kill()
+		return nil, fmt.Errorf("the operator did not become healthy; see %s", log.Name())
+	}
+	return op, nil
+}
 
-	deadline := time.Now().Add(time.Minute)
+// waitHealthy waits until the operator answers its health check.
+func (o *hostOperator) waitHealthy(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if resp, err := http.Get("http://" + probes + "/readyz"); err == nil {
+		if resp, err := http.Get("http://" + o.probeAddr + "/healthz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return ctx, nil
+				return true
 			}
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return ctx, fmt.Errorf("the operator did not become ready; see %s", log.Name())
+	return false
 }
 
 func stopHostOperator(ctx context.Context, _ *envconf.Config) (context.Context, error) {
 	if operator == nil {
 		return ctx, nil
 	}
-	_ = operator.cmd.Process.Signal(syscall.SIGTERM)
+	return ctx, operator.stop()
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (o *hostOperator) stop() error {
+	_ = o.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
-	go func() { done <- operator.cmd.Wait() }()
+	go func() { done <- o.cmd.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
-			return ctx, fmt.Errorf("the operator exited with %w; see %s", err, operator.log.Name())
+			return fmt.Errorf("the operator exited with %w; see %s", err, o.log.Name())
 		}
 	case <-time.After(30 * time.Second):
-		_ = operator.cmd.Process.Kill()
-		return ctx, fmt.Errorf("the operator did not stop within 30s of SIGTERM")
+		_ = o.cmd.Process.Kill()
+		return fmt.Errorf("the operator did not stop within 30s of SIGTERM")
 	}
-	return ctx, nil
+	return nil
+}
+
+// kill sends SIGKILL: the operator gets no chance to clean up.
+func (o *hostOperator) kill() {
+	_ = o.cmd.Process.Kill()
+	_ = o.cmd.Wait()
 }
 
 // clientRequests returns the operator's client-go request counts by HTTP
 // status code, from its metrics (rest_client_requests_total).
 func (o *hostOperator) clientRequests() (map[int]int, error) {
+	counts := map[int]int{}
+	err := o.scrape(func(name, labels string, v float64) {
+		if name != "rest_client_requests_total" {
+			return
+		}
+		if i := strings.Index(labels, `code="`); i >= 0 {
+			if code, err := strconv.Atoi(labels[i+6 : i+9]); err == nil {
+				counts[code] += int(v)
+			}
+		}
+	})
+	return counts, err
+}
+
+// metricSum sums the samples of a metric whose labels contain every one of want.
+func (o *hostOperator) metricSum(metric string, want ...string) (float64, error) {
+	var sum float64
+	err := o.scrape(func(name, labels string, v float64) {
+		if name != metric {
+			return
+		}
+		for _, w := range want {
+			if !strings.Contains(labels, w) {
+				return
+			}
+		}
+		sum += v
+	})
+	return sum, err
+}
+
+// scrape reads the operator's metrics endpoint, calling f for every sample.
+func (o *hostOperator) scrape(f func(name, labels string, v float64)) error {
 	resp, err := http.Get("http://" + o.metricsAddr + "/metrics")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
-	counts := map[int]int{}
 	s := bufio.NewScanner(resp.Body)
 	s.Buffer(make([]byte, 1<<20), 1<<20)
 	for s.Scan() {
 		line := s.Text()
-		if !strings.HasPrefix(line, "rest_client_requests_total{") {
+		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		i := strings.Index(line, `code="`)
-		if i < 0 {
+		sp := strings.LastIndexByte(line, ' ')
+		if sp < 0 {
 			continue
 		}
-		code, err := strconv.Atoi(line[i+6 : i+9])
+		v, err := strconv.ParseFloat(line[sp+1:], 64)
 		if err != nil {
 			continue
 		}
-		fields := strings.Fields(line)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err != nil {
-			return nil, err
+		name, labels := line[:sp], ""
+		if b := strings.IndexByte(name, '{'); b >= 0 {
+			name, labels = line[:b], line[b:sp]
 		}
-		counts[code] += int(v)
+		f(name, labels, v)
 	}
-	return counts, s.Err()
+	return s.Err()
 }

@@ -1,0 +1,136 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+)
+
+// The operator is killed mid-rollout and restarted, then runs as two
+// replicas with leader election and loses its leader. It converges every
+// time, without duplicates, conflicts, or writes at rest. These stories
+// control the operator process, so they need it on this machine.
+func TestOperatorRestartsAndFailover(t *testing.T) {
+	var ns string
+	const caches = 12
+	name := func(i int) string { return fmt.Sprintf("cache-%02d", i) }
+	convergedAll := func(t *testing.T, c client.Client, size int32) {
+		t.Helper()
+		for i := range caches {
+			converged(t, c, client.ObjectKey{Namespace: ns, Name: name(i)}, size)
+		}
+	}
+	resize := func(ctx context.Context, t *testing.T, c client.Client, size int32) {
+		t.Helper()
+		for i := range caches {
+			m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i)}}
+			NewWithT(t).Expect(c.Patch(ctx, m, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"size":%d}}`, size)))).To(Succeed())
+		}
+	}
+
+	f := features.New("restarts and failover").WithLabel("story", "reliability").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if operator == nil {
+				t.Skip("the operator runs in the cluster: these stories need it as a host process")
+			}
+			ns = namespace(t, cfg, "reliability")
+			return ctx
+		}).
+		Assess("killed mid-rollout and restarted, it converges without duplicates, conflicts or writes at rest", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			for i := range caches {
+				m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i)}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
+				g.Expect(c.Create(ctx, m)).To(Succeed())
+			}
+			time.Sleep(300 * time.Millisecond) // some applied, some not
+			operator.kill()
+			resize(ctx, t, c, 2) // specs change while it is down
+
+			op, err := runOperator(cfg)
+			g.Expect(err).NotTo(HaveOccurred())
+			operator = op
+			convergedAll(t, c, 2)
+
+			deps := &appsv1.DeploymentList{}
+			g.Expect(c.List(ctx, deps, client.InNamespace(ns))).To(Succeed())
+			g.Expect(deps.Items).To(HaveLen(caches), "one Deployment per Memcached")
+			counts, err := operator.clientRequests()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(counts[409]).To(BeZero())
+
+			patches := func() float64 {
+				v, err := operator.metricSum("rest_client_requests_total", `method="PATCH"`)
+				g.Expect(err).NotTo(HaveOccurred())
+				return v
+			}
+			time.Sleep(2 * time.Second) // the last status writes land
+			before := patches()
+			time.Sleep(12 * time.Second) // two resyncs
+			g.Expect(patches()).To(Equal(before), "no writes once converged")
+			return ctx
+		}).
+		Assess("with two replicas only the leader writes, and the other takes over when it stops", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			g.Expect(operator.stop()).To(Succeed())
+			election := []string{"--leader-elect", "--leader-election-namespace", ns}
+			first, err := runOperator(cfg, election...)
+			g.Expect(err).NotTo(HaveOccurred())
+			second, err := runOperator(cfg, election...)
+			g.Expect(err).NotTo(HaveOccurred())
+			t.Cleanup(func() { _ = first.stop(); _ = second.stop() })
+
+			isLeader := func(o *hostOperator) bool {
+				v, err := o.metricSum("leader_election_master_status")
+				return err == nil && v == 1
+			}
+			var leader, follower *hostOperator
+			g.Eventually(func() bool {
+				switch {
+				case isLeader(first) && !isLeader(second):
+					leader, follower = first, second
+				case isLeader(second) && !isLeader(first):
+					leader, follower = second, first
+				}
+				return leader != nil
+			}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue(), "exactly one leader")
+
+			resize(ctx, t, c, 3)
+			convergedAll(t, c, 3)
+			followerPatches, err := follower.metricSum("rest_client_requests_total", `method="PATCH"`)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(followerPatches).To(BeZero(), "the follower writes nothing")
+
+			// SIGTERM: the leader releases its lease, so failover does not
+			// wait for the lease to expire (15 s).
+			start := time.Now()
+			g.Expect(leader.stop()).To(Succeed())
+			g.Eventually(func() bool { return isLeader(follower) }).WithTimeout(15 * time.Second).WithPolling(100 * time.Millisecond).Should(BeTrue())
+			t.Logf("failover took %s", time.Since(start).Round(time.Millisecond))
+
+			resize(ctx, t, c, 1)
+			convergedAll(t, c, 1)
+
+			// Later features expect the single operator back.
+			g.Expect(follower.stop()).To(Succeed())
+			op, err := runOperator(cfg)
+			g.Expect(err).NotTo(HaveOccurred())
+			operator = op
+			return ctx
+		}).
+		Feature()
+	testenv.Test(t, f)
+}
