@@ -5,20 +5,24 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -389,4 +393,55 @@ func foreignDeployment(ns, name string) *appsv1.Deployment {
 			},
 		},
 	}
+}
+
+// manyRetries lets eight writers contending for one object all get through.
+var manyRetries = wait.Backoff{Steps: 100, Duration: 10 * time.Millisecond, Factor: 1.1, Jitter: 0.5, Cap: time.Second}
+
+func TestConcurrentStatusAndScaleWritersLoseNoUpdate(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)})
+	converged(t, m)
+
+	const writers = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*writers)
+	for i := range writers {
+		// Controllers of their own, each applying its own condition to the
+		// status while the operator applies its conditions.
+		wg.Go(func() {
+			manager := fmt.Sprintf("watcher-%d", i)
+			ac := cacheac.Memcached("cache", ns).WithStatus(cacheac.MemcachedStatus().WithConditions(
+				metav1ac.Condition().WithType(fmt.Sprintf("Watched%d", i)).WithStatus(metav1.ConditionTrue).
+					WithReason("Watched").WithMessage("Watched").WithLastTransitionTime(metav1.Now())))
+			errs <- k8s.Status().Apply(ctx, ac, client.FieldOwner(manager))
+		})
+		// Scalers incrementing the size through the scale subresource, each
+		// read-modify-write guarded by the resourceVersion and retried on conflict.
+		wg.Go(func() {
+			errs <- retry.RetryOnConflict(manyRetries, func() error {
+				scale := &autoscalingv1.Scale{}
+				if err := k8s.SubResource("scale").Get(ctx, m, scale); err != nil {
+					return err
+				}
+				scale.Spec.Replicas++
+				return k8s.SubResource("scale").Update(ctx, m.DeepCopy(), client.WithSubResourceBody(scale))
+			})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+
+	got, dep := converged(t, m)
+	g.Expect(*got.Spec.Size).To(Equal(int32(1+writers)), "every increment counted")
+	g.Expect(*dep.Spec.Replicas).To(Equal(int32(1 + writers)))
+	for i := range writers {
+		g.Expect(meta.FindStatusCondition(got.Status.Conditions, fmt.Sprintf("Watched%d", i))).NotTo(BeNil(), "condition of watcher-%d kept", i)
+	}
+	g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue())
 }
