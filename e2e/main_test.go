@@ -38,6 +38,9 @@ var (
 	operator *hostOperator
 	// provider is the cluster provider in use: local, kind or existing.
 	provider string
+	// localCluster is the local cluster's name and kwokctl state folder
+	// (provider local only).
+	localCluster struct{ name, workdir string }
 )
 
 const operatorImage = "memcached-operator:e2e"
@@ -77,6 +80,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		defer os.RemoveAll(workdir)
+		localCluster.name, localCluster.workdir = clusterName, workdir
 		// kwokctl reads its settings from the environment when the
 		// provider runs it.
 		for k, v := range map[string]string{

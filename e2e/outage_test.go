@@ -1,0 +1,89 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+)
+
+// The apiserver dies and stays away for 30 s (etcd keeps the data) right after specs
+// change: the operator neither exits nor crash-loops, and converges to the
+// latest specs once it is back. This stops a component of the cluster, so it
+// runs on the local cluster only.
+func TestAPIServerOutage(t *testing.T) {
+	var ns string
+	const caches, outage = 3, 30 * time.Second
+	key := func(i int) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("cache-%d", i)} }
+
+	f := features.New("apiserver outage").WithLabel("story", "reliability").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if provider != "local" || operator == nil {
+				t.Skip("stopping the apiserver needs the local cluster and the operator as a host process")
+			}
+			ns = namespace(t, cfg, "outage")
+			c := kube(t, cfg)
+			for i := range caches {
+				m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key(i).Name}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
+				NewWithT(t).Expect(c.Create(ctx, m)).To(Succeed())
+			}
+			for i := range caches {
+				converged(t, c, key(i), 1)
+			}
+			return ctx
+		}).
+		Assess("the operator survives 30 s without an apiserver and converges after", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			for i := range caches {
+				m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key(i).Name}}
+				g.Expect(c.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2,"threads":3}}`)))).To(Succeed())
+			}
+
+			pidFile := filepath.Join(localCluster.workdir, "clusters", localCluster.name, "pids", "kube-apiserver.pid")
+			raw, err := os.ReadFile(pidFile)
+			g.Expect(err).NotTo(HaveOccurred())
+			pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+			g.Expect(err).NotTo(HaveOccurred())
+			// SIGKILL: a graceful stop drains for a minute or more, and a crash
+			// is an outage too; etcd keeps the data.
+			g.Expect(syscall.Kill(pid, syscall.SIGKILL)).To(Succeed())
+			stopped := time.Now()
+			g.Eventually(func() error { return syscall.Kill(pid, 0) }).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).
+				Should(MatchError(syscall.ESRCH), "kube-apiserver exits")
+			t.Logf("kube-apiserver (pid %d) stopped", pid)
+			time.Sleep(outage - time.Since(stopped))
+			g.Expect(operator.cmd.ProcessState).To(BeNil(), "the operator exited while the apiserver was away")
+			g.Expect(syscall.Kill(operator.cmd.Process.Pid, 0)).To(Succeed(), "the operator is alive")
+
+			// kwokctl starts the components that are not running.
+			out, err := exec.CommandContext(ctx, filepath.Join(repoRoot(), "bin", "k8s", "kwokctl"), "start", "cluster", "--name", localCluster.name).CombinedOutput()
+			g.Expect(err).NotTo(HaveOccurred(), string(out))
+
+			for i := range caches {
+				_, d := converged(t, c, key(i), 2)
+				g.Expect(d.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--threads=3"))
+			}
+			g.Expect(operator.waitHealthy(10 * time.Second)).To(BeTrue())
+			return ctx
+		}).
+		Feature()
+	testenv.Test(t, f)
+}
