@@ -77,8 +77,15 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 				g.Expect(err).NotTo(HaveOccurred())
 				return v
 			}
-			time.Sleep(2 * time.Second) // the last status writes land
+			// Let the last writes land: events are sent asynchronously and can
+			// trail convergence on a loaded machine. Quiet means 3 s without one.
 			before := patches()
+			g.Eventually(func() bool {
+				now := patches()
+				quiet := now == before
+				before = now
+				return quiet
+			}).WithTimeout(time.Minute).WithPolling(3 * time.Second).Should(BeTrue())
 			time.Sleep(12 * time.Second) // two resyncs
 			g.Expect(patches()).To(Equal(before), "no writes once converged")
 			return ctx
