@@ -138,6 +138,34 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 			operator = op
 			return ctx
 		}).
+		Assess("Memcacheds deleted mid-rollout leave nothing behind and no error loop", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			errorsSoFar := func() float64 {
+				v, err := operator.metricSum("controller_runtime_reconcile_errors_total", `controller="memcached"`)
+				g.Expect(err).NotTo(HaveOccurred())
+				return v
+			}
+			before := errorsSoFar()
+			for i := range caches {
+				m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("short-lived-%d", i)}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)}}
+				g.Expect(c.Create(ctx, m)).To(Succeed())
+			}
+			time.Sleep(500 * time.Millisecond) // rollouts under way
+			for i := range caches {
+				m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("short-lived-%d", i)}}
+				g.Expect(c.Delete(ctx, m)).To(Succeed())
+			}
+			g.Eventually(func(g Gomega) {
+				deps := &appsv1.DeploymentList{}
+				g.Expect(c.List(ctx, deps, client.InNamespace(ns))).To(Succeed())
+				for _, d := range deps.Items {
+					g.Expect(d.Name).NotTo(HavePrefix("short-lived-"))
+				}
+			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+			time.Sleep(5 * time.Second)
+			g.Expect(errorsSoFar()).To(Equal(before), "reconcile errors after the deletions")
+			return ctx
+		}).
 		Feature()
 	testenv.Test(t, f)
 }

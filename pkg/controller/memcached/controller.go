@@ -275,7 +275,13 @@ func (r *Reconciler) applyStatus(ctx context.Context, m *cachev1alpha1.Memcached
 		return nil
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Applying status")
-	if err := r.Client.Status().Apply(ctx, want, client.FieldOwner(StatusFieldManager), client.ForceOwnership); err != nil {
+	err = r.Client.Status().Apply(ctx, want, client.FieldOwner(StatusFieldManager), client.ForceOwnership)
+	if apierrors.IsNotFound(err) {
+		// Deleted since the cache saw it: nothing to report to.
+		ctrl.LoggerFrom(ctx).V(1).Info("Not applying status: the Memcached is gone")
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("applying status of Memcached %s: %w", m.Name, err)
 	}
 	appliesSent.WithLabelValues(kindMemcachedStatus).Inc()
