@@ -236,7 +236,7 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 		cpu0 := op.cpuSeconds()
 		start := time.Now()
 		if err := act(); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return fmt.Errorf("%s: %w (operator peak RSS so far %d MiB, CPU %.1f s)", name, err, op.peakRSS()/1024, op.cpuSeconds()-cpu0)
 		}
 		p := phase{name: name, wall: time.Since(start), cpu: op.cpuSeconds() - cpu0, rss: op.peakRSS()}
 		time.Sleep(500 * time.Millisecond) // let the last audit lines land
@@ -422,13 +422,16 @@ func readYAML(path string, into any) error {
 }
 
 func waitConverged(ctx context.Context, c client.Client, ns string, n int, size int32) error {
-	deadline := time.Now().Add(30 * time.Minute)
+	// 2 cores and a rate-limited client: allow 300 ms per Memcached, at least 10 minutes.
+	limit := max(10*time.Minute, time.Duration(n)*300*time.Millisecond)
+	deadline := time.Now().Add(limit)
+	done := 0
 	for time.Now().Before(deadline) {
 		list := &cachev1alpha1.MemcachedList{}
 		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return err
 		}
-		done := 0
+		done = 0
 		for _, m := range list.Items {
 			if m.Status.ObservedGeneration == m.Generation && m.Status.ReadyReplicas == size &&
 				meta.IsStatusConditionTrue(m.Status.Conditions, cachev1alpha1.ConditionAvailable) &&
@@ -441,7 +444,7 @@ func waitConverged(ctx context.Context, c client.Client, ns string, n int, size 
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	return fmt.Errorf("not converged after 30 minutes")
+	return fmt.Errorf("%d of %d Memcacheds converged after %s", done, n, limit)
 }
 
 func waitGone(ctx context.Context, c client.Client, ns string) error {
