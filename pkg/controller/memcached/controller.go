@@ -51,8 +51,9 @@ const deploymentReportTimeout = 30 * time.Second
 // its removal raises no event.
 const foreignRecheckInterval = 30 * time.Second
 
-// errMemcachedGone: the Memcached was deleted after the cache last saw it.
-var errMemcachedGone = errors.New("the Memcached no longer exists")
+// errMemcachedGone: the Memcached was deleted after the cache last saw it,
+// or its namespace is being deleted.
+var errMemcachedGone = errors.New("the Memcached is gone or going")
 
 // Event reasons.
 const (
@@ -180,9 +181,10 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, m *cachev1alpha1.M
 	err = r.Client.Apply(ctx, want, client.FieldOwner(FieldManager), client.ForceOwnership)
 	switch {
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		// The namespace is going away, and the Memcached with it.
+		// The namespace is going away, and the Memcached with it: nothing
+		// to create, and no status worth writing.
 		log.V(1).Info("Not applying Deployment: the namespace is terminating")
-		return status.Observation{Deployment: current}, false, nil
+		return status.Observation{}, false, errMemcachedGone
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 		log.Error(err, "The apiserver refused the Deployment")
 		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, eventApplyRejected, "Apply",
