@@ -28,7 +28,9 @@ var fuzzNamespace = sync.OnceValue(func() string {
 // apiserver admits, the apiserver also accepts the Deployment built from it
 // (server-side dry run). The seeds below and testdata/fuzz/ run with every
 // `go test`; `go test -fuzz FuzzAdmittedSpecGivesAcceptedDeployment ./pkg/crd`
-// explores further.
+// explores further, with a kube-apiserver per fuzzing worker (TestMain). Known
+// problem: such a run executed about 5,700 inputs without a failure, then
+// stalled at 0 executions per second past -fuzztime.
 func FuzzAdmittedSpecGivesAcceptedDeployment(f *testing.F) {
 	f.Add("cache", int32(1), int32(11211), "", int32(0), int32(0), int32(0), "", "")
 	f.Add("a", int32(0), int32(1), "memcached", int32(8), int32(16), int32(1), "1m", "1Mi")
