@@ -22,11 +22,8 @@ import (
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/controller/memcached"
+	"github.com/example/memcached-operator/pkg/desired"
 )
-
-// fallbackImage is the memcached image when neither --memcached-image nor
-// MEMCACHED_IMAGE says otherwise.
-const fallbackImage = "memcached:1.6.26-alpine3.19"
 
 func main() {
 	var (
@@ -45,7 +42,7 @@ func main() {
 	)
 	envImage := os.Getenv("MEMCACHED_IMAGE")
 	if envImage == "" {
-		envImage = fallbackImage
+		envImage = desired.DefaultImage
 	}
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; 0 disables it.")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, to callers authenticated and authorized by the apiserver.")
@@ -54,7 +51,7 @@ func main() {
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "0", "Address of the pprof endpoints (/debug/pprof); 0 disables them.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that of several replicas only one reconciles.")
 	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
-	flag.StringVar(&defaultImage, "memcached-image", envImage, "Memcached image for Memcacheds without spec.image (default: $MEMCACHED_IMAGE, else "+fallbackImage+").")
+	flag.StringVar(&defaultImage, "memcached-image", envImage, "Memcached image for Memcacheds without spec.image (default: $MEMCACHED_IMAGE, else "+desired.DefaultImage+").")
 	flag.IntVar(&maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Number of Memcacheds reconciled at once.")
 	flag.DurationVar(&syncPeriod, "sync-period", 10*time.Hour, "Interval at which every cached object is reconciled again.")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "Requests per second the operator may send to the apiserver, sustained.")

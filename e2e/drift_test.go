@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/desired"
 )
 
 // A person changes the Deployment by hand: the operator puts back what it
@@ -51,7 +52,7 @@ func TestDrift(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Eventually(func(g Gomega) {
 				_, d := converged(t, kube(t, cfg), key(), 2)
-				g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("memcached:1.6.26-alpine3.19"))
+				g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(desired.DefaultImage))
 				g.Expect(d.Labels).To(HaveKeyWithValue("owner", "alice"))
 				g.Expect(*d.Spec.RevisionHistoryLimit).To(Equal(int32(3)))
 			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())

@@ -17,6 +17,7 @@ import (
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	cacheac "github.com/example/memcached-operator/applyconfig/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/desired"
 )
 
 // GitOps tools apply the Memcached spec with server-side apply, again and
@@ -28,7 +29,7 @@ func TestGitOpsCoOwnership(t *testing.T) {
 	appliers := []string{"argocd-controller", "kustomize-controller"}
 	spec := func(threads int32) *cacheac.MemcachedSpecApplyConfiguration {
 		// size is left out: the autoscaler owns it.
-		return cacheac.MemcachedSpec().WithImage("memcached:1.6.26-alpine3.19").WithMemoryLimitMiB(64).WithThreads(threads)
+		return cacheac.MemcachedSpec().WithImage(desired.DefaultImage).WithMemoryLimitMiB(64).WithThreads(threads)
 	}
 
 	f := features.New("gitops co-ownership").WithLabel("story", "gitops").

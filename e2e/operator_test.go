@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/example/memcached-operator/pkg/desired"
 )
 
 // hostOperator is the operator (bin/manager) running as a process on this machine.
@@ -72,7 +74,7 @@ func runOperator(cfg *envconf.Config, extraArgs ...string) (*hostOperator, error
 		"--metrics-bind-address", metrics, "--metrics-secure=false",
 		"--health-probe-bind-address", probes,
 		"--sync-period=5s",
-		"--memcached-image=memcached:1.6.26-alpine3.19",
+		"--memcached-image=" + desired.DefaultImage,
 	}, extraArgs...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log

@@ -48,7 +48,7 @@ const (
 	operatorNamespace = "memcached-bench"
 	operatorSA        = "memcached-operator"
 	operatorUser      = "system:serviceaccount:" + operatorNamespace + ":" + operatorSA
-	benchImage        = "memcached:1.6.26-alpine3.19"
+	benchImage        = desired.DefaultImage
 	workers           = 32
 )
 

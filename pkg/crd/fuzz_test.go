@@ -62,14 +62,14 @@ func FuzzAdmittedSpecGivesAcceptedDeployment(f *testing.F) {
 		}
 
 		// Never panics, admitted or not.
-		d := desired.Deployment(m, "memcached:1.6.26-alpine3.19")
+		d := desired.Deployment(m, desired.DefaultImage)
 
 		ctx := context.Background()
 		if err := env.Client.Create(ctx, m.DeepCopy(), client.DryRunAll); err != nil {
 			return // not admitted: the builder is never asked about it
 		}
 		m.UID = "00000000-0000-0000-0000-000000000001"
-		d = desired.Deployment(m, "memcached:1.6.26-alpine3.19")
+		d = desired.Deployment(m, desired.DefaultImage)
 		if err := env.Client.Apply(ctx, d, client.DryRunAll, client.FieldOwner("fuzz"), client.ForceOwnership); err != nil {
 			t.Fatalf("admitted Memcached %q %+v gives a Deployment the apiserver refuses: %v", name, m.Spec, err)
 		}

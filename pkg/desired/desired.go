@@ -39,6 +39,11 @@ const (
 	// PortName is the name of the memcached container port.
 	PortName = "memcached"
 
+	// DefaultImage is the memcached image the operator uses for a Memcached
+	// without spec.image, unless its --memcached-image flag or the
+	// MEMCACHED_IMAGE environment variable says otherwise.
+	DefaultImage = "memcached:1.6.26-alpine3.19"
+
 	// DefaultContainerPort is the port used when spec.containerPort is unset
 	// (the CRD defaults it, so this matters only to objects the apiserver
 	// has not defaulted).
@@ -54,7 +59,9 @@ const (
 
 // InstanceLabelValue is the value of LabelInstance for a Memcached: its name
 // when that is a valid label value, otherwise a shortened name with a hash
-// of the full name, so that any admitted name gives a valid, distinct value.
+// of the full name. The CRD admits only names of at most 63 characters, which
+// are always valid label values; the fallback keeps the builder total for
+// any input.
 func InstanceLabelValue(name string) string {
 	if len(validation.IsValidLabelValue(name)) == 0 {
 		return name

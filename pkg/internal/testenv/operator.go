@@ -18,6 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/example/memcached-operator/pkg/controller/memcached"
+	"github.com/example/memcached-operator/pkg/desired"
 )
 
 // SetLogger sends controller-runtime's logs to stderr: errors only, or
@@ -31,7 +32,7 @@ func SetLogger() {
 }
 
 // DefaultImage is the memcached image of the operators tests start.
-const DefaultImage = "memcached:1.6.26-alpine3.19"
+const DefaultImage = desired.DefaultImage
 
 // OperatorOptions tune an operator started by StartOperator.
 type OperatorOptions struct {
