@@ -68,6 +68,11 @@ test: k8s-binaries build ## Run all tests: unit, integration (real kube-apiserve
 test-e2e: k8s-binaries build ## Run the end-to-end suite (E2E_PROVIDER=local|kind|existing; local by default).
 	go test -tags e2e -count=1 $(GO_TEST_FLAGS) ./e2e/... $(if $(E2E_ARGS),-args $(E2E_ARGS))
 
+FUZZTIME ?= 60s
+.PHONY: fuzz
+fuzz: k8s-binaries ## Fuzz the builders against a real kube-apiserver for FUZZTIME (60s); finds go to pkg/crd/testdata/fuzz.
+	go test ./pkg/crd -run '^$$' -fuzz FuzzAdmittedSpecGivesAcceptedDeployment -fuzztime $(FUZZTIME) -fuzzminimizetime 100x
+
 BENCH_N ?= 100,1000
 .PHONY: bench
 bench: k8s-binaries build ## Measure what the operator costs the apiserver (BENCH_N=100,1000; PROFILE=1 for pprof; BENCH_ARGS=-unrelated=10000).

@@ -18,6 +18,8 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -54,9 +56,22 @@ type Env struct {
 	Client client.Client
 }
 
+// SharedKubeconfig names the environment variable that holds the path of a
+// kubeconfig for an Env started by a parent test process. Start sets it for
+// its children, so that the worker processes of `go test -fuzz` (which inherit
+// the coordinator's environment and run TestMain again) share the
+// coordinator's kube-apiserver rather than each starting, and leaving behind,
+// their own.
+const SharedKubeconfig = "MEMCACHED_TESTENV_KUBECONFIG"
+
 // Start starts etcd and kube-apiserver from KUBEBUILDER_ASSETS (bin/k8s when
 // unset) and installs the CRDs of manifests/crd/bases. Stop it with Stop.
+// When $MEMCACHED_TESTENV_KUBECONFIG is set, Start uses that apiserver
+// instead, and Stop leaves it running.
 func Start() (*Env, error) {
+	if path := os.Getenv(SharedKubeconfig); path != "" {
+		return attach(path)
+	}
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
 		assets = filepath.Join(RepoRoot(), "bin", "k8s")
@@ -79,6 +94,33 @@ func Start() (*Env, error) {
 	c, err := client.New(cfg, client.Options{Scheme: Scheme})
 	if err != nil {
 		_ = env.Stop()
+		return nil, fmt.Errorf("creating client: %w", err)
+	}
+	path := filepath.Join(env.ControlPlane.APIServer.CertDir, "shared.kubeconfig")
+	if err := os.WriteFile(path, env.KubeConfig, 0o600); err != nil {
+		_ = env.Stop()
+		return nil, fmt.Errorf("writing the kubeconfig for child processes: %w", err)
+	}
+	if err := os.Setenv(SharedKubeconfig, path); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return &Env{Environment: env, Config: cfg, Client: c}, nil
+}
+
+// attach is Start for an apiserver that another process started and stops.
+func attach(kubeconfig string) (*Env, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("reading $%s: %w", SharedKubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 1000, 2000 // as envtest's own: a test apiserver need not be spared
+	env := &envtest.Environment{UseExistingCluster: ptr.To(true), Config: cfg, Scheme: Scheme}
+	if _, err := env.Start(); err != nil {
+		return nil, fmt.Errorf("attaching to the apiserver of $%s: %w", SharedKubeconfig, err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: Scheme})
+	if err != nil {
 		return nil, fmt.Errorf("creating client: %w", err)
 	}
 	return &Env{Environment: env, Config: cfg, Client: c}, nil
