@@ -38,6 +38,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.MemcachedSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MemcachedStatus"):
 		return &apiv1alpha1.MemcachedStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ServiceStatus"):
+		return &apiv1alpha1.ServiceStatusApplyConfiguration{}
 
 	}
 	return nil

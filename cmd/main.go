@@ -5,11 +5,14 @@ package main
 import (
 	"crypto/tls"
 	"flag"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -39,6 +42,7 @@ func main() {
 		syncPeriod              time.Duration
 		qps                     float64
 		burst                   int
+		watchNamespaces         string
 	)
 	envImage := os.Getenv("MEMCACHED_IMAGE")
 	if envImage == "" {
@@ -56,6 +60,7 @@ func main() {
 	flag.DurationVar(&syncPeriod, "sync-period", 10*time.Hour, "Interval at which every cached object is reconciled again.")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "Requests per second the operator may send to the apiserver, sustained.")
 	flag.IntVar(&burst, "kube-api-burst", 100, "Requests the operator may send to the apiserver in a burst.")
+	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces whose Memcacheds the operator caches and reconciles; empty: all namespaces.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -65,6 +70,12 @@ func main() {
 
 	if strings.TrimSpace(defaultImage) == "" {
 		log.Error(nil, "The default memcached image is empty: set --memcached-image or MEMCACHED_IMAGE")
+		os.Exit(1)
+	}
+
+	namespaces, err := parseNamespaces(watchNamespaces)
+	if err != nil {
+		log.Error(err, "Invalid --watch-namespaces")
 		os.Exit(1)
 	}
 
@@ -98,7 +109,7 @@ func main() {
 		LeaderElectionID:              "memcached-operator.cache.example.com",
 		LeaderElectionNamespace:       leaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         memcached.CacheOptions(cache.Options{SyncPeriod: &syncPeriod}),
+		Cache:                         memcached.CacheOptions(cache.Options{SyncPeriod: &syncPeriod}, namespaces),
 	})
 	if err != nil {
 		log.Error(err, "Unable to create the manager")
@@ -124,9 +135,28 @@ func main() {
 		os.Exit(1)
 	}
 
-	log.Info("Starting the manager", "defaultImage", defaultImage, "maxConcurrentReconciles", maxConcurrentReconciles, "leaderElect", leaderElect)
+	log.Info("Starting the manager", "defaultImage", defaultImage, "maxConcurrentReconciles", maxConcurrentReconciles, "leaderElect", leaderElect, "watchNamespaces", namespaces)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "The manager stopped with an error")
 		os.Exit(1)
 	}
+}
+
+// parseNamespaces reads --watch-namespaces: namespace names separated by
+// commas, spaces around them ignored, each at most once.
+func parseNamespaces(list string) ([]string, error) {
+	var namespaces []string
+	for _, ns := range strings.Split(list, ",") {
+		ns = strings.TrimSpace(ns)
+		if ns == "" {
+			continue
+		}
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, fmt.Errorf("namespace %q: %s", ns, strings.Join(errs, "; "))
+		}
+		if !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	return namespaces, nil
 }

@@ -13,8 +13,9 @@ const (
 	ConditionProgressing = "Progressing"
 
 	// ConditionDegraded is True when the cache cannot reach its desired
-	// state without help: a stalled rollout, a Deployment the operator does
-	// not own, or an apply the apiserver refuses.
+	// state without help: a stalled rollout, a Deployment, Service or
+	// PodDisruptionBudget of its name that the operator does not own, or an
+	// apply the apiserver refuses.
 	ConditionDegraded = "Degraded"
 
 	// ConditionReconciling is the kstatus condition: True while the
@@ -45,7 +46,14 @@ const (
 	// ReasonDeploymentNotOwned: a Deployment with the Memcached's name
 	// exists and is not controlled by it; the operator leaves it alone.
 	ReasonDeploymentNotOwned = "DeploymentNotOwned"
-	// ReasonApplyFailed: the apiserver refused the Deployment the operator applied.
+	// ReasonServiceNotOwned: a Service with the Memcached's name exists and
+	// is not controlled by it; the operator leaves it alone.
+	ReasonServiceNotOwned = "ServiceNotOwned"
+	// ReasonPodDisruptionBudgetNotOwned: a PodDisruptionBudget with the
+	// Memcached's name exists and is not controlled by it; the operator
+	// leaves it alone.
+	ReasonPodDisruptionBudgetNotOwned = "PodDisruptionBudgetNotOwned"
+	// ReasonApplyFailed: the apiserver refused an object the operator applied.
 	ReasonApplyFailed = "ApplyFailed"
 	// ReasonDeploymentPending: the Deployment has not been observed yet.
 	ReasonDeploymentPending = "DeploymentPending"

@@ -66,6 +66,38 @@ type MemcachedSpec struct {
 	//
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// nodeSelector is copied as-is to the memcached pods: they run only on
+	// nodes with these labels.
+	//
+	// +optional
+	// +mapType=atomic
+	// +kubebuilder:validation:MaxProperties=32
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// affinity is copied as-is to the memcached pods.
+	//
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// tolerations are copied as-is to the memcached pods.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// topologySpreadConstraints replace the operator's default spreading
+	// when set. By default the pods of a Memcached are spread across nodes
+	// (topologyKey kubernetes.io/hostname, maxSkew 1, ScheduleAnyway, pods
+	// of the current revision only), so
+	// that losing a node loses as little of the cache as the scheduler can
+	// manage.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 }
 
 // MemcachedStatus is the observed state of a Memcached cache, rebuilt by the
@@ -107,6 +139,38 @@ type MemcachedStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Selector string `json:"selector,omitempty"`
+
+	// service tells clients where to connect: the headless Service that
+	// resolves to one address per ready memcached pod. It is set once the
+	// operator has applied the Service.
+	//
+	// +optional
+	Service *ServiceStatus `json:"service,omitempty"`
+}
+
+// ServiceStatus names the Service clients connect through.
+type ServiceStatus struct {
+	// name is the Service's name, the Memcached's own.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// port is the memcached port, named "memcached" on the Service.
+	//
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+
+	// address is "<name>.<namespace>.svc:<port>": a client in the cluster
+	// resolves the host to the address of every ready memcached pod.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Address string `json:"address"`
 }
 
 // Memcached runs a memcached cache as a Deployment.
@@ -120,6 +184,7 @@ type MemcachedStatus struct {
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`,priority=1
+// +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.service.address`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: it is used as a label value and a DNS label"
 type Memcached struct {

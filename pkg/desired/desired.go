@@ -9,14 +9,18 @@ package desired
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"strconv"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 )
@@ -167,13 +171,52 @@ func Deployment(m *cachev1alpha1.Memcached, defaultImage string) *appsv1ac.Deplo
 }
 
 func podSpec(m *cachev1alpha1.Memcached, defaultImage string) *corev1ac.PodSpecApplyConfiguration {
-	return corev1ac.PodSpec().
+	ps := corev1ac.PodSpec().
 		WithAutomountServiceAccountToken(false).
 		WithTerminationGracePeriodSeconds(terminationGracePeriodSeconds).
 		WithSecurityContext(corev1ac.PodSecurityContext().
 			WithRunAsNonRoot(true).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithContainers(container(m, defaultImage))
+	if len(m.Spec.NodeSelector) > 0 {
+		ps.WithNodeSelector(m.Spec.NodeSelector)
+	}
+	if m.Spec.Affinity != nil {
+		ps.Affinity = passThrough[corev1ac.AffinityApplyConfiguration](m.Spec.Affinity)
+	}
+	for i := range m.Spec.Tolerations {
+		ps.WithTolerations(passThrough[corev1ac.TolerationApplyConfiguration](&m.Spec.Tolerations[i]))
+	}
+	if len(m.Spec.TopologySpreadConstraints) > 0 {
+		for i := range m.Spec.TopologySpreadConstraints {
+			ps.WithTopologySpreadConstraints(passThrough[corev1ac.TopologySpreadConstraintApplyConfiguration](&m.Spec.TopologySpreadConstraints[i]))
+		}
+	} else {
+		ps.WithTopologySpreadConstraints(corev1ac.TopologySpreadConstraint().
+			WithMaxSkew(1).
+			WithTopologyKey(corev1.LabelHostname).
+			WithWhenUnsatisfiable(corev1.ScheduleAnyway).
+			WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(m))).
+			// Spread each revision on its own: during a rollout, the old
+			// pods about to go do not count.
+			WithMatchLabelKeys(appsv1.DefaultDeploymentUniqueLabelKey))
+	}
+	return ps
+}
+
+// passThrough turns a value of the core API into its apply configuration,
+// field for field: both have the same JSON form. A value that came out of
+// the API always encodes, so a failure here is a bug, and panics.
+func passThrough[A any, T any](v *T) *A {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("encoding %T: %v", v, err))
+	}
+	a := new(A)
+	if err := json.Unmarshal(raw, a); err != nil {
+		panic(fmt.Sprintf("decoding %T into %T: %v", v, a, err))
+	}
+	return a
 }
 
 func container(m *cachev1alpha1.Memcached, defaultImage string) *corev1ac.ContainerApplyConfiguration {
@@ -228,4 +271,45 @@ func resources(r *corev1.ResourceRequirements) *corev1ac.ResourceRequirementsApp
 		ac.WithClaims(claim)
 	}
 	return ac
+}
+
+// Service is the headless Service of m: named after m, selecting exactly
+// m's pods, with the memcached port named PortName. Being headless, its name
+// resolves to the address of every ready pod, which is what memcached
+// clients want (they spread keys across servers themselves).
+func Service(m *cachev1alpha1.Memcached) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(m.Name, m.Namespace).
+		WithLabels(Labels(m)).
+		WithOwnerReferences(OwnerReference(m)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithClusterIP(corev1.ClusterIPNone).
+			WithSelector(SelectorLabels(m)).
+			WithPorts(corev1ac.ServicePort().
+				WithName(PortName).
+				WithProtocol(corev1.ProtocolTCP).
+				WithPort(port(m)).
+				WithTargetPort(intstr.FromString(PortName))))
+}
+
+// Address is where a client in the cluster reaches m's Service.
+func Address(m *cachev1alpha1.Memcached) string {
+	return m.Name + "." + m.Namespace + ".svc:" + strconv.Itoa(int(port(m)))
+}
+
+// WantsPodDisruptionBudget tells whether m should have a PodDisruptionBudget:
+// only with more than one pod. With one, a budget of maxUnavailable 1 guards
+// nothing, and one of 0 would block every node drain.
+func WantsPodDisruptionBudget(m *cachev1alpha1.Memcached) bool {
+	return Replicas(m) > 1
+}
+
+// PodDisruptionBudget lets voluntary disruptions (node drains) take at most
+// one of m's pods at a time, so that at most one slice of the cache is cold.
+func PodDisruptionBudget(m *cachev1alpha1.Memcached) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	return policyv1ac.PodDisruptionBudget(m.Name, m.Namespace).
+		WithLabels(Labels(m)).
+		WithOwnerReferences(OwnerReference(m)).
+		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
+			WithMaxUnavailable(intstr.FromInt32(1)).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(m))))
 }

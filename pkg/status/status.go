@@ -5,6 +5,7 @@ package status
 
 import (
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,13 +21,31 @@ import (
 // Observation is what a reconcile saw of the world.
 type Observation struct {
 	// Deployment is the Memcached's Deployment as last observed, or nil
-	// when it does not exist (or is not the Memcached's, see Foreign).
+	// when it does not exist (or is not the Memcached's, see NotOwned).
 	Deployment *appsv1.Deployment
-	// Foreign is true when a Deployment with the Memcached's name exists
-	// and is not controlled by the Memcached.
-	Foreign bool
-	// ApplyError is the apiserver's refusal of the applied Deployment, if any.
+	// Service is the Memcached's Service as last observed, or nil when it
+	// does not exist (or is not the Memcached's).
+	Service *corev1.Service
+	// NotOwned lists the kinds (KindDeployment, KindService,
+	// KindPodDisruptionBudget) of which an object with the Memcached's name
+	// exists that the Memcached does not control. The operator leaves such
+	// objects alone.
+	NotOwned []string
+	// ApplyError is the apiserver's refusal of an object the operator
+	// applied, if any. Its message names the object.
 	ApplyError error
+}
+
+// Kinds of the objects the operator makes for a Memcached, as Observation.NotOwned names them.
+const (
+	KindDeployment          = "Deployment"
+	KindService             = "Service"
+	KindPodDisruptionBudget = "PodDisruptionBudget"
+)
+
+// notOwned tells whether an object of kind with the Memcached's name is in the way.
+func (o Observation) notOwned(kind string) bool {
+	return slices.Contains(o.NotOwned, kind)
 }
 
 // Status is the status m should have given obs. Conditions whose status is
@@ -46,10 +65,27 @@ func Status(m *cachev1alpha1.Memcached, obs Observation, now metav1.Time) *cache
 			st.WithReadyReplicas(d.Status.ReadyReplicas)
 		}
 	}
+	if svc := obs.Service; svc != nil {
+		if port, ok := servicePort(svc); ok {
+			st.WithService(cacheac.ServiceStatus().
+				WithName(svc.Name).
+				WithPort(port).
+				WithAddress(fmt.Sprintf("%s.%s.svc:%d", svc.Name, svc.Namespace, port)))
+		}
+	}
 	for _, c := range Conditions(m, obs) {
 		st.WithConditions(conditionApplyConfiguration(c, m.Status.Conditions, m.Generation, now))
 	}
 	return st
+}
+
+func servicePort(svc *corev1.Service) (int32, bool) {
+	for _, p := range svc.Spec.Ports {
+		if p.Name == desired.PortName {
+			return p.Port, true
+		}
+	}
+	return 0, false
 }
 
 // Conditions are the conditions the operator owns, without times or generation.
@@ -90,10 +126,12 @@ const (
 
 func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) (rollout, string) {
 	switch {
-	case obs.Foreign:
-		return rolloutBlocked, fmt.Sprintf("Deployment %s exists and is not controlled by this Memcached; the operator leaves it alone. Delete or rename it, or rename the Memcached", m.Name)
+	case obs.notOwned(KindDeployment):
+		return rolloutBlocked, notOwnedMessage(KindDeployment, m.Name)
 	case obs.ApplyError != nil:
-		return rolloutBlocked, fmt.Sprintf("The apiserver refused Deployment %s: %v", m.Name, obs.ApplyError)
+		return rolloutBlocked, fmt.Sprintf("The apiserver refused %v", obs.ApplyError)
+	case len(obs.NotOwned) > 0:
+		return rolloutBlocked, notOwnedMessage(obs.NotOwned[0], m.Name)
 	case obs.Deployment == nil:
 		return rolloutPending, fmt.Sprintf("Waiting for Deployment %s to be created", m.Name)
 	}
@@ -120,6 +158,10 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) (rollout, string) {
 	return rolloutComplete, fmt.Sprintf("%d of %d pods updated and available", d.Status.AvailableReplicas, want)
 }
 
+func notOwnedMessage(kind, name string) string {
+	return fmt.Sprintf("%s %s exists and is not controlled by this Memcached; the operator leaves it alone. Delete or rename it, or rename the Memcached", kind, name)
+}
+
 func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
 	for i := range d.Status.Conditions {
 		if d.Status.Conditions[i].Type == t {
@@ -135,9 +177,9 @@ func Available(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 	c := metav1.Condition{Type: cachev1alpha1.ConditionAvailable}
 	d := obs.Deployment
 	switch {
-	case obs.Foreign || obs.Deployment == nil:
+	case obs.Deployment == nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentPending, "No Deployment of this Memcached exists"
-		if obs.Foreign {
+		if obs.notOwned(KindDeployment) {
 			c.Reason = cachev1alpha1.ReasonDeploymentNotOwned
 		}
 	case desired.Replicas(m) == 0:
@@ -207,9 +249,17 @@ func blockedCondition(conditionType, fineMessage string, m *cachev1alpha1.Memcac
 	return c
 }
 
+// blockedReason ranks as rolloutOf does: the Deployment first, then a
+// refused apply, then the other objects.
 func blockedReason(obs Observation) string {
-	if obs.Foreign {
+	switch {
+	case obs.notOwned(KindDeployment):
 		return cachev1alpha1.ReasonDeploymentNotOwned
+	case obs.ApplyError != nil:
+		return cachev1alpha1.ReasonApplyFailed
+	case obs.notOwned(KindService):
+		return cachev1alpha1.ReasonServiceNotOwned
+	default:
+		return cachev1alpha1.ReasonPodDisruptionBudgetNotOwned
 	}
-	return cachev1alpha1.ReasonApplyFailed
 }

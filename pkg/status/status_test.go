@@ -48,6 +48,8 @@ var (
 	stalled        = deployment(3, 1, 2, 2, 2, availableTrue, deadline)
 	down           = deployment(3, 3, 0, 0, 2, availableFalse)
 	refused        = errors.New(`Deployment.apps "cache" is invalid`)
+	foreignService = Observation{Deployment: complete, NotOwned: []string{KindService}}
+	foreignPDB     = Observation{Deployment: complete, NotOwned: []string{KindPodDisruptionBudget}}
 )
 
 type conditionCase struct {
@@ -75,11 +77,12 @@ func runConditionCases(t *testing.T, f func(*cachev1alpha1.Memcached, Observatio
 func TestAvailable(t *testing.T) {
 	runConditionCases(t, Available, cachev1alpha1.ConditionAvailable, []conditionCase{
 		{"no Deployment yet", mc(3), Observation{}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentPending},
-		{"foreign Deployment", mc(3), Observation{Foreign: true}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"foreign Deployment", mc(3), Observation{NotOwned: []string{KindDeployment}}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
 		{"all ready", mc(3), Observation{Deployment: complete}, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
 		{"rolling out with enough ready", mc(3), Observation{Deployment: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
 		{"none ready", mc(3), Observation{Deployment: down}, metav1.ConditionFalse, cachev1alpha1.ReasonMinimumReplicasUnavailable},
 		{"scaled to zero", mc(0), Observation{Deployment: deployment(0, 0, 0, 0, 2, availableTrue)}, metav1.ConditionTrue, cachev1alpha1.ReasonScaledToZero},
+		{"foreign Service: the pods still serve", mc(3), foreignService, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
 	})
 }
 
@@ -91,8 +94,9 @@ func TestProgressing(t *testing.T) {
 		{"replicas differ from size", mc(5), Observation{Deployment: complete}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
 		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
 		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutStalled},
-		{"foreign", mc(3), Observation{Foreign: true}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"foreign", mc(3), Observation{NotOwned: []string{KindDeployment}}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
 		{"refused", mc(3), Observation{ApplyError: refused}, metav1.ConditionFalse, cachev1alpha1.ReasonApplyFailed},
+		{"foreign Service", mc(3), foreignService, metav1.ConditionFalse, cachev1alpha1.ReasonServiceNotOwned},
 	})
 }
 
@@ -101,8 +105,11 @@ func TestDegraded(t *testing.T) {
 		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
 		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
 		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionTrue, cachev1alpha1.ReasonRolloutStalled},
-		{"foreign", mc(3), Observation{Foreign: true}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"foreign", mc(3), Observation{NotOwned: []string{KindDeployment}}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
 		{"refused", mc(3), Observation{ApplyError: refused}, metav1.ConditionTrue, cachev1alpha1.ReasonApplyFailed},
+		{"foreign Service", mc(3), foreignService, metav1.ConditionTrue, cachev1alpha1.ReasonServiceNotOwned},
+		{"foreign PodDisruptionBudget", mc(3), foreignPDB, metav1.ConditionTrue, cachev1alpha1.ReasonPodDisruptionBudgetNotOwned},
+		{"foreign Deployment ranks first", mc(3), Observation{NotOwned: []string{KindService, KindDeployment}}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
 	})
 }
 
@@ -112,7 +119,7 @@ func TestReconciling(t *testing.T) {
 		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
 		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
 		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutStalled},
-		{"foreign", mc(3), Observation{Foreign: true}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"foreign", mc(3), Observation{NotOwned: []string{KindDeployment}}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
 	})
 }
 
@@ -121,9 +128,26 @@ func TestStalled(t *testing.T) {
 		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
 		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
 		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionTrue, cachev1alpha1.ReasonRolloutStalled},
-		{"foreign", mc(3), Observation{Foreign: true}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"foreign", mc(3), Observation{NotOwned: []string{KindDeployment}}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
 		{"refused", mc(3), Observation{ApplyError: refused}, metav1.ConditionTrue, cachev1alpha1.ReasonApplyFailed},
+		{"foreign PodDisruptionBudget", mc(3), foreignPDB, metav1.ConditionTrue, cachev1alpha1.ReasonPodDisruptionBudgetNotOwned},
 	})
+}
+
+func TestStatusTellsWhereToConnect(t *testing.T) {
+	g := NewWithT(t)
+	st := Status(mc(3), Observation{Deployment: complete}, metav1.Now())
+	g.Expect(st.Service).To(BeNil(), "no Service observed: nothing to tell")
+
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "memcached", Port: 11311}}},
+	}
+	st = Status(mc(3), Observation{Deployment: complete, Service: svc}, metav1.Now())
+	g.Expect(st.Service).NotTo(BeNil())
+	g.Expect(*st.Service.Name).To(Equal("cache"))
+	g.Expect(*st.Service.Port).To(Equal(int32(11311)))
+	g.Expect(*st.Service.Address).To(Equal("cache.ns.svc:11311"))
 }
 
 func TestStatusKeepsTransitionTimes(t *testing.T) {
@@ -174,8 +198,9 @@ func TestKstatusReadsTheStatus(t *testing.T) {
 		{"no Deployment yet", Observation{}, 4, kstatus.InProgressStatus},
 		{"spec changed since", Observation{Deployment: complete}, 5, kstatus.InProgressStatus},
 		{"rollout stalled", Observation{Deployment: stalled}, 4, kstatus.FailedStatus},
-		{"foreign Deployment", Observation{Foreign: true}, 4, kstatus.FailedStatus},
+		{"foreign Deployment", Observation{NotOwned: []string{KindDeployment}}, 4, kstatus.FailedStatus},
 		{"refused Deployment", Observation{ApplyError: refused}, 4, kstatus.FailedStatus},
+		{"foreign Service", foreignService, 4, kstatus.FailedStatus},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -51,6 +51,20 @@ type MemcachedSpecApplyConfiguration struct {
 	// resources are the memcached container's compute resources. When
 	// empty, the container has no requests or limits.
 	Resources *v1.ResourceRequirements `json:"resources,omitempty"`
+	// nodeSelector is copied as-is to the memcached pods: they run only on
+	// nodes with these labels.
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// affinity is copied as-is to the memcached pods.
+	Affinity *v1.Affinity `json:"affinity,omitempty"`
+	// tolerations are copied as-is to the memcached pods.
+	Tolerations []v1.Toleration `json:"tolerations,omitempty"`
+	// topologySpreadConstraints replace the operator's default spreading
+	// when set. By default the pods of a Memcached are spread across nodes
+	// (topologyKey kubernetes.io/hostname, maxSkew 1, ScheduleAnyway, pods
+	// of the current revision only), so
+	// that losing a node loses as little of the cache as the scheduler can
+	// manage.
+	TopologySpreadConstraints []v1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 }
 
 // MemcachedSpecApplyConfiguration constructs a declarative configuration of the MemcachedSpec type for use with
@@ -112,5 +126,47 @@ func (b *MemcachedSpecApplyConfiguration) WithThreads(value int32) *MemcachedSpe
 // If called multiple times, the Resources field is set to the value of the last call.
 func (b *MemcachedSpecApplyConfiguration) WithResources(value v1.ResourceRequirements) *MemcachedSpecApplyConfiguration {
 	b.Resources = &value
+	return b
+}
+
+// WithNodeSelector puts the entries into the NodeSelector field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, the entries provided by each call will be put on the NodeSelector field,
+// overwriting an existing map entries in NodeSelector field with the same key.
+func (b *MemcachedSpecApplyConfiguration) WithNodeSelector(entries map[string]string) *MemcachedSpecApplyConfiguration {
+	if b.NodeSelector == nil && len(entries) > 0 {
+		b.NodeSelector = make(map[string]string, len(entries))
+	}
+	for k, v := range entries {
+		b.NodeSelector[k] = v
+	}
+	return b
+}
+
+// WithAffinity sets the Affinity field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Affinity field is set to the value of the last call.
+func (b *MemcachedSpecApplyConfiguration) WithAffinity(value v1.Affinity) *MemcachedSpecApplyConfiguration {
+	b.Affinity = &value
+	return b
+}
+
+// WithTolerations adds the given value to the Tolerations field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Tolerations field.
+func (b *MemcachedSpecApplyConfiguration) WithTolerations(values ...v1.Toleration) *MemcachedSpecApplyConfiguration {
+	for i := range values {
+		b.Tolerations = append(b.Tolerations, values[i])
+	}
+	return b
+}
+
+// WithTopologySpreadConstraints adds the given value to the TopologySpreadConstraints field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the TopologySpreadConstraints field.
+func (b *MemcachedSpecApplyConfiguration) WithTopologySpreadConstraints(values ...v1.TopologySpreadConstraint) *MemcachedSpecApplyConfiguration {
+	for i := range values {
+		b.TopologySpreadConstraints = append(b.TopologySpreadConstraints, values[i])
+	}
 	return b
 }

@@ -43,6 +43,10 @@ type MemcachedStatusApplyConfiguration struct {
 	// selector is the label selector of the memcached pods, in string form
 	// (the scale subresource's selector, used by a HorizontalPodAutoscaler).
 	Selector *string `json:"selector,omitempty"`
+	// service tells clients where to connect: the headless Service that
+	// resolves to one address per ready memcached pod. It is set once the
+	// operator has applied the Service.
+	Service *ServiceStatusApplyConfiguration `json:"service,omitempty"`
 }
 
 // MemcachedStatusApplyConfiguration constructs a declarative configuration of the MemcachedStatus type for use with
@@ -93,5 +97,13 @@ func (b *MemcachedStatusApplyConfiguration) WithReadyReplicas(value int32) *Memc
 // If called multiple times, the Selector field is set to the value of the last call.
 func (b *MemcachedStatusApplyConfiguration) WithSelector(value string) *MemcachedStatusApplyConfiguration {
 	b.Selector = &value
+	return b
+}
+
+// WithService sets the Service field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Service field is set to the value of the last call.
+func (b *MemcachedStatusApplyConfiguration) WithService(value *ServiceStatusApplyConfiguration) *MemcachedStatusApplyConfiguration {
+	b.Service = value
 	return b
 }

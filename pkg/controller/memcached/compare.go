@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/applyconfigurations"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
@@ -21,16 +20,6 @@ import (
 // configurations convert to field sets with list-map keys as the apiserver
 // records them in managed fields.
 var typeConverter = applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
-
-// ownedEqual reports whether the fields FieldManager owns on current hold
-// exactly what want would apply, in which case applying changes nothing.
-func ownedEqual(current *appsv1.Deployment, want *appsv1ac.DeploymentApplyConfiguration) (bool, error) {
-	owned, err := appsv1ac.ExtractDeployment(current, FieldManager)
-	if err != nil {
-		return false, fmt.Errorf("extracting fields of Deployment %s: %w", current.Name, err)
-	}
-	return jsonEqual(owned, want)
-}
 
 // jsonEqual compares two apply configurations by the JSON they would send.
 func jsonEqual(a, b any) (bool, error) {
@@ -57,23 +46,10 @@ func toMap(v any) (map[string]any, error) {
 	return m, nil
 }
 
-// toDeployment decodes the apiserver's answer to an apply.
-func toDeployment(ac *appsv1ac.DeploymentApplyConfiguration) (*appsv1.Deployment, error) {
-	raw, err := json.Marshal(ac)
-	if err != nil {
-		return nil, fmt.Errorf("encoding Deployment: %w", err)
-	}
-	d := &appsv1.Deployment{}
-	if err := json.Unmarshal(raw, d); err != nil {
-		return nil, fmt.Errorf("decoding Deployment: %w", err)
-	}
-	return d, nil
-}
-
 // managersOfLostFields names the other field managers that now own fields
 // the operator applies but no longer owns on current: those that changed
 // them, with kubectl edit, kubectl scale or an apply that forced them.
-func managersOfLostFields(current *appsv1.Deployment, want runtime.ApplyConfiguration) ([]string, error) {
+func managersOfLostFields(current client.Object, want runtime.ApplyConfiguration) ([]string, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
 	if err != nil {
 		return nil, fmt.Errorf("converting apply configuration: %w", err)
@@ -87,7 +63,7 @@ func managersOfLostFields(current *appsv1.Deployment, want runtime.ApplyConfigur
 		return nil, fmt.Errorf("listing fields of apply configuration: %w", err)
 	}
 	lost := wanted.Leaves()
-	for _, e := range current.ManagedFields {
+	for _, e := range current.GetManagedFields() {
 		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
 			s, err := fieldSet(e)
 			if err != nil {
@@ -97,7 +73,7 @@ func managersOfLostFields(current *appsv1.Deployment, want runtime.ApplyConfigur
 		}
 	}
 	var managers []string
-	for _, e := range current.ManagedFields {
+	for _, e := range current.GetManagedFields() {
 		if e.Manager == FieldManager || e.Subresource == "status" {
 			continue
 		}

@@ -1,6 +1,7 @@
 // Package memcached is the Memcached controller: it applies each Memcached's
-// Deployment and status with server-side apply, under the field managers
-// below, and sends nothing when nothing changed.
+// Deployment, Service, PodDisruptionBudget and status with server-side
+// apply, under the field managers below, and sends nothing when nothing
+// changed.
 package memcached
 
 import (
@@ -11,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -33,7 +35,8 @@ import (
 // fields on every object.
 const (
 	// FieldManager owns the fields the operator sets on the objects it
-	// creates for a Memcached (its Deployment).
+	// creates for a Memcached: its Deployment, Service and
+	// PodDisruptionBudget.
 	FieldManager = "memcached-operator"
 	// StatusFieldManager owns the fields the operator sets in a Memcached's
 	// status: its conditions, observedGeneration, replicas, readyReplicas
@@ -61,7 +64,7 @@ const (
 	eventScaled         = "Scaled"
 	eventUpdated        = "Updated"
 	eventDriftCorrected = "DriftCorrected"
-	eventNotOwned       = "DeploymentNotOwned"
+	eventDeleted        = "Deleted"
 	eventApplyRejected  = "ApplyRejected"
 	eventRolloutStalled = "RolloutStalled"
 )
@@ -84,6 +87,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds/status,verbs=get;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings a Memcached's Deployment and status to what its spec asks for.
@@ -99,7 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	log := ctrl.LoggerFrom(ctx).WithValues("memcached", klog.KObj(m), "generation", m.Generation)
 	ctx = ctrl.LoggerInto(ctx, log)
 
-	obs, changed, err := r.reconcileDeployment(ctx, m)
+	obs, changed, err := r.reconcileObjects(ctx, m)
 	if errors.Is(err, errMemcachedGone) {
 		return reconcile.Result{}, nil
 	}
@@ -118,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	switch {
-	case obs.Foreign:
+	case len(obs.NotOwned) > 0:
 		return reconcile.Result{RequeueAfter: foreignRecheckInterval}, nil
 	case obs.ApplyError != nil:
 		// Only a spec change can fix it, and a spec change is an event.
@@ -127,131 +132,55 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-// reconcileDeployment applies m's Deployment when what the operator owns of
-// it differs from what m asks for. It returns what it observed, and whether
-// the apply created or changed the Deployment.
-func (r *Reconciler) reconcileDeployment(ctx context.Context, m *cachev1alpha1.Memcached) (status.Observation, bool, error) {
-	log := ctrl.LoggerFrom(ctx)
-	want := desired.Deployment(m, r.DefaultImage)
+// reconcileObjects makes m's Deployment, Service and PodDisruptionBudget
+// what m asks for, sending an apply only for an object whose owned fields
+// differ. It returns what it observed, and whether the Deployment was
+// created or changed.
+func (r *Reconciler) reconcileObjects(ctx context.Context, m *cachev1alpha1.Memcached) (status.Observation, bool, error) {
+	var obs status.Observation
+	c := &creation{r: r, m: m}
+	refused := func(err error) {
+		if obs.ApplyError == nil {
+			obs.ApplyError = err
+		}
+	}
 
-	current, err := r.getDeployment(ctx, client.ObjectKeyFromObject(m))
+	dep, err := ensure(ctx, c, deployments, desired.Deployment(m, r.DefaultImage))
 	if err != nil {
-		return status.Observation{}, false, err
+		return obs, false, err
 	}
-	if current != nil && !metav1.IsControlledBy(current, m) {
-		log.Info("Leaving alone a Deployment not controlled by the Memcached", "deployment", klog.KObj(current))
-		foreignObjectsRefused.WithLabelValues(kindDeployment).Inc()
-		r.Recorder.Eventf(m, current, corev1.EventTypeWarning, eventNotOwned, "Refuse",
-			"Deployment %s exists and is not controlled by this Memcached; leaving it alone", current.Name)
-		return status.Observation{Foreign: true}, false, nil
+	if dep.exists {
+		obs.Deployment = dep.obj
 	}
+	if dep.notOwned {
+		obs.NotOwned = append(obs.NotOwned, status.KindDeployment)
+	}
+	refused(dep.refused)
 
-	if current == nil {
-		// Creating: make sure the Memcached still exists. When it was just
-		// deleted, the cache may still hold it while garbage collection has
-		// already removed its Deployment, and an apply would create an
-		// orphan. This read happens once per Deployment created.
-		live := &cachev1alpha1.Memcached{}
-		err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), live)
-		if apierrors.IsNotFound(err) || (err == nil && live.UID != m.UID) {
-			log.V(1).Info("Not creating Deployment: the Memcached is gone")
-			return status.Observation{}, false, errMemcachedGone
-		}
-		if err != nil {
-			return status.Observation{}, false, fmt.Errorf("getting Memcached %s: %w", m.Name, err)
-		}
-	}
-
-	var lostTo []string
-	if current != nil {
-		same, err := ownedEqual(current, want)
-		if err != nil {
-			return status.Observation{}, false, err
-		}
-		if same {
-			appliesSkipped.WithLabelValues(kindDeployment).Inc()
-			return status.Observation{Deployment: current}, false, nil
-		}
-		if lostTo, err = managersOfLostFields(current, want); err != nil {
-			return status.Observation{}, false, err
-		}
-	}
-
-	log.Info("Applying Deployment", "deployment", klog.KRef(m.Namespace, m.Name))
-	err = r.Client.Apply(ctx, want, client.FieldOwner(FieldManager), client.ForceOwnership)
-	switch {
-	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		// The namespace is going away, and the Memcached with it: nothing
-		// to create, and no status worth writing.
-		log.V(1).Info("Not applying Deployment: the namespace is terminating")
-		return status.Observation{}, false, errMemcachedGone
-	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-		log.Error(err, "The apiserver refused the Deployment")
-		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, eventApplyRejected, "Apply",
-			"The apiserver refused Deployment %s: %v", m.Name, err)
-		return status.Observation{ApplyError: err}, false, nil
-	case err != nil:
-		return status.Observation{}, false, fmt.Errorf("applying Deployment %s: %w", m.Name, err)
-	}
-	appliesSent.WithLabelValues(kindDeployment).Inc()
-
-	// Apply wrote the apiserver's answer into want.
-	applied, err := toDeployment(want)
+	svc, err := ensure(ctx, c, services, desired.Service(m))
 	if err != nil {
-		return status.Observation{}, false, err
+		return obs, false, err
 	}
-	changed := current == nil || applied.ResourceVersion != current.ResourceVersion
-	if changed {
-		r.recordDeploymentEvents(m, current, applied, lostTo)
+	if svc.exists {
+		obs.Service = svc.obj
 	}
-	return status.Observation{Deployment: applied}, changed, nil
-}
+	if svc.notOwned {
+		obs.NotOwned = append(obs.NotOwned, status.KindService)
+	}
+	refused(svc.refused)
 
-func (r *Reconciler) recordDeploymentEvents(m *cachev1alpha1.Memcached, before, after *appsv1.Deployment, lostTo []string) {
-	switch {
-	case before == nil:
-		r.Recorder.Eventf(m, after, corev1.EventTypeNormal, eventCreated, "Create",
-			"Created Deployment %s with %d replicas", after.Name, desired.Replicas(m))
-		return
-	case len(lostTo) > 0:
-		driftCorrected.WithLabelValues(kindDeployment).Inc()
-		r.Recorder.Eventf(m, after, corev1.EventTypeNormal, eventDriftCorrected, "CorrectDrift",
-			"Restored fields of Deployment %s changed by %v", after.Name, lostTo)
+	if !desired.WantsPodDisruptionBudget(m) {
+		return obs, dep.changed, remove(ctx, c, podDisruptionBudgets)
 	}
-	oldReplicas, newReplicas := replicas(before), replicas(after)
-	if oldReplicas != newReplicas {
-		r.Recorder.Eventf(m, after, corev1.EventTypeNormal, eventScaled, "Scale",
-			"Scaled Deployment %s from %d to %d replicas", after.Name, oldReplicas, newReplicas)
-	} else if len(lostTo) == 0 {
-		r.Recorder.Eventf(m, after, corev1.EventTypeNormal, eventUpdated, "Update",
-			"Updated Deployment %s", after.Name)
+	pdb, err := ensure(ctx, c, podDisruptionBudgets, desired.PodDisruptionBudget(m))
+	if err != nil {
+		return obs, false, err
 	}
-}
-
-func replicas(d *appsv1.Deployment) int32 {
-	if d.Spec.Replicas == nil {
-		return 1
+	if pdb.notOwned {
+		obs.NotOwned = append(obs.NotOwned, status.KindPodDisruptionBudget)
 	}
-	return *d.Spec.Replicas
-}
-
-// getDeployment returns the Deployment of that name, or nil when there is
-// none. The cache holds only Deployments labelled as the operator's; one
-// without that label (foreign, or ours with the label removed) is looked up
-// on the apiserver, which costs a read only while the Deployment is missing.
-func (r *Reconciler) getDeployment(ctx context.Context, key client.ObjectKey) (*appsv1.Deployment, error) {
-	d := &appsv1.Deployment{}
-	err := r.Client.Get(ctx, key, d)
-	if apierrors.IsNotFound(err) {
-		err = r.APIReader.Get(ctx, key, d)
-	}
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("getting Deployment %s: %w", key.Name, err)
-	}
-	return d, nil
+	refused(pdb.refused)
+	return obs, dep.changed, nil
 }
 
 // applyStatus applies the status computed from obs, unless the status
@@ -300,6 +229,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
 		WithOptions(opts).
 		Complete(r)
 }

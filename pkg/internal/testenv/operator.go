@@ -41,6 +41,8 @@ type OperatorOptions struct {
 	// LeaderElectionNamespace, when set, turns leader election on with its
 	// Lease in that namespace.
 	LeaderElectionNamespace string
+	// WatchNamespaces, when set, is --watch-namespaces.
+	WatchNamespaces []string
 }
 
 // StartOperator runs the operator in-process, set up as cmd/ sets it up, as
@@ -59,7 +61,7 @@ func StartOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) 
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionID:              "memcached-operator.cache.example.com",
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         memcached.CacheOptions(cache.Options{SyncPeriod: &syncPeriod}),
+		Cache:                         memcached.CacheOptions(cache.Options{SyncPeriod: &syncPeriod}, opts.WatchNamespaces),
 		// Several operators may run in one test binary, one after the other.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})

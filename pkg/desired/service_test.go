@@ -1,0 +1,127 @@
+package desired
+
+import (
+	"encoding/json"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+)
+
+func TestService(t *testing.T) {
+	tests := []struct {
+		name        string
+		m           *cachev1alpha1.Memcached
+		wantPort    int32
+		wantAddress string
+	}{
+		{"default port", memcached("cache", cachev1alpha1.MemcachedSpec{}), 11211, "cache.ns.svc:11211"},
+		{"own port", memcached("sessions", cachev1alpha1.MemcachedSpec{ContainerPort: ptr.To[int32](11311)}), 11311, "sessions.ns.svc:11311"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			s := Service(tt.m)
+			g.Expect(*s.Name).To(Equal(tt.m.Name))
+			g.Expect(*s.Namespace).To(Equal("ns"))
+			g.Expect(s.Labels).To(Equal(Labels(tt.m)))
+			g.Expect(s.OwnerReferences).To(HaveLen(1))
+			g.Expect(*s.OwnerReferences[0].Controller).To(BeTrue())
+			g.Expect(*s.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone), "headless: one address per pod")
+			g.Expect(s.Spec.Selector).To(Equal(SelectorLabels(tt.m)), "exactly this instance's pods")
+			g.Expect(s.Spec.Ports).To(HaveLen(1))
+			p := s.Spec.Ports[0]
+			g.Expect(*p.Name).To(Equal("memcached"))
+			g.Expect(*p.Port).To(Equal(tt.wantPort))
+			g.Expect(*p.TargetPort).To(Equal(intstr.FromString(PortName)))
+			g.Expect(*p.Protocol).To(Equal(corev1.ProtocolTCP))
+			g.Expect(Address(tt.m)).To(Equal(tt.wantAddress))
+		})
+	}
+}
+
+func TestPodDisruptionBudget(t *testing.T) {
+	tests := []struct {
+		size int32
+		want bool
+	}{{0, false}, {1, false}, {2, true}, {3, true}, {100, true}}
+	for _, tt := range tests {
+		m := memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To(tt.size)})
+		if got := WantsPodDisruptionBudget(m); got != tt.want {
+			t.Errorf("size %d: WantsPodDisruptionBudget = %v, want %v", tt.size, got, tt.want)
+		}
+	}
+
+	g := NewWithT(t)
+	m := memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)})
+	p := PodDisruptionBudget(m)
+	g.Expect(*p.Name).To(Equal("cache"))
+	g.Expect(p.Labels).To(Equal(Labels(m)))
+	g.Expect(*p.OwnerReferences[0].Controller).To(BeTrue())
+	g.Expect(*p.Spec.MaxUnavailable).To(Equal(intstr.FromInt32(1)))
+	g.Expect(p.Spec.MinAvailable).To(BeNil(), "one of minAvailable and maxUnavailable only")
+	g.Expect(p.Spec.Selector.MatchLabels).To(Equal(SelectorLabels(m)))
+}
+
+func TestSchedulingDefaultsToSpreadingAcrossNodes(t *testing.T) {
+	g := NewWithT(t)
+	m := memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](4)})
+	ps := Deployment(m, "memcached:1").Spec.Template.Spec
+	g.Expect(ps.TopologySpreadConstraints).To(HaveLen(1))
+	c := ps.TopologySpreadConstraints[0]
+	g.Expect(*c.TopologyKey).To(Equal("kubernetes.io/hostname"))
+	g.Expect(*c.MaxSkew).To(Equal(int32(1)))
+	g.Expect(*c.WhenUnsatisfiable).To(Equal(corev1.ScheduleAnyway), "never leaves a pod Pending for spreading's sake")
+	g.Expect(c.LabelSelector.MatchLabels).To(Equal(SelectorLabels(m)))
+	g.Expect(c.MatchLabelKeys).To(ConsistOf("pod-template-hash"))
+	g.Expect(ps.Affinity).To(BeNil())
+	g.Expect(ps.Tolerations).To(BeEmpty())
+	g.Expect(ps.NodeSelector).To(BeEmpty())
+}
+
+func TestSchedulingFieldsPassThrough(t *testing.T) {
+	g := NewWithT(t)
+	spread := corev1.TopologySpreadConstraint{
+		MaxSkew: 2, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/instance": "cache"}},
+		MinDomains:    ptr.To[int32](3),
+	}
+	affinity := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"cache", "general"}}},
+		}}},
+	}}
+	tolerations := []corev1.Toleration{
+		{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "cache", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](30)},
+	}
+	m := memcached("cache", cachev1alpha1.MemcachedSpec{
+		NodeSelector:              map[string]string{"pool": "cache"},
+		Affinity:                  affinity,
+		Tolerations:               tolerations,
+		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{spread},
+	})
+	d := Deployment(m, "memcached:1")
+
+	// What the Deployment's pod template says, decoded as the API type, is
+	// exactly what the spec said.
+	got := &corev1.PodTemplateSpec{}
+	g.Expect(convertJSON(d.Spec.Template, got)).To(Succeed())
+	g.Expect(got.Spec.NodeSelector).To(Equal(m.Spec.NodeSelector))
+	g.Expect(got.Spec.Affinity).To(Equal(affinity))
+	g.Expect(got.Spec.Tolerations).To(Equal(tolerations))
+	g.Expect(got.Spec.TopologySpreadConstraints).To(Equal([]corev1.TopologySpreadConstraint{spread}), "set: replaces the default spreading")
+}
+
+func convertJSON(from, to any) error {
+	raw, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, to)
+}
