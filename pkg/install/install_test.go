@@ -81,17 +81,29 @@ func kubectl(t *testing.T, stdin []byte, args ...string) (string, error) {
 // bundle is the install bundle: what `make build-installer` writes to dist/install.yaml.
 func bundle(t *testing.T) []byte {
 	t.Helper()
-	out, err := kubectl(t, nil, "kustomize", filepath.Join(testenv.RepoRoot(), "manifests", "default"))
+	return kustomize(t, "default")
+}
+
+// kustomize builds the overlay manifests/<overlay>.
+func kustomize(t *testing.T, overlay string) []byte {
+	t.Helper()
+	out, err := kubectl(t, nil, "kustomize", filepath.Join(testenv.RepoRoot(), "manifests", overlay))
 	if err != nil {
 		t.Fatalf("kustomize: %v\n%s", err, out)
 	}
 	return []byte(out)
 }
 
-// install applies the bundle for real (once per test binary).
+// install applies the bundle for real.
 func install(t *testing.T) {
 	t.Helper()
-	out, err := kubectl(t, bundle(t), "apply", "--server-side", "--field-manager=installer", "-f", "-")
+	installOverlay(t, "default")
+}
+
+// installOverlay applies manifests/<overlay> for real.
+func installOverlay(t *testing.T, overlay string) {
+	t.Helper()
+	out, err := kubectl(t, kustomize(t, overlay), "apply", "--server-side", "--field-manager=installer", "-f", "-")
 	if err != nil {
 		t.Fatalf("applying the bundle: %v\n%s", err, out)
 	}
