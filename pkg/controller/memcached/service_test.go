@@ -124,7 +124,7 @@ func TestForeignServiceAndPodDisruptionBudgetAreLeftAlone(t *testing.T) {
 	theirs := map[string]string{"app": "someone-elses"}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: ns},
-		Spec: corev1.ServiceSpec{Selector: theirs, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+		Spec:       corev1.ServiceSpec{Selector: theirs, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
 	}
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: ns},
