@@ -187,6 +187,7 @@ type ServiceStatus struct {
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.service.address`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: it is used as a label value and a DNS label"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lowercase letter and hold only lowercase letters, digits and '-' (no dots): it names the Memcached's Service, so it must be a DNS-1035 label"
 type Memcached struct {
 	metav1.TypeMeta `json:",inline"`
 

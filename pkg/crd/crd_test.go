@@ -170,13 +170,34 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 	}
 }
 
-func TestLongNameIsRejected(t *testing.T) {
-	g := NewWithT(t)
+// TestNamesThatCannotNameAServiceAreRejected: a Memcached's name is also its
+// Service's, which must be a DNS-1035 label; the apiserver alone would admit
+// any DNS subdomain.
+func TestNamesThatCannotNameAServiceAreRejected(t *testing.T) {
 	ns := testenv.Namespace(t, env.Client)
-	err := env.Client.Create(context.Background(), memcached(ns, strings.Repeat("a", 64), cachev1alpha1.MemcachedSpec{}))
-	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid error, got %v", err)
-	g.Expect(err.Error()).To(ContainSubstring("metadata.name must be at most 63 characters"))
-	g.Expect(env.Client.Create(context.Background(), memcached(ns, strings.Repeat("a", 63), cachev1alpha1.MemcachedSpec{}))).To(Succeed())
+	tests := []struct {
+		name    string
+		message string // empty: admitted
+	}{
+		{strings.Repeat("a", 64), "metadata.name must be at most 63 characters"},
+		{"cache.with.dots", "no dots"},
+		{"1cache", "must start with a lowercase letter"},
+		{strings.Repeat("a", 63), ""},
+		{"cache-1", ""},
+		{"c", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := env.Client.Create(context.Background(), memcached(ns, tt.name, cachev1alpha1.MemcachedSpec{}))
+			if tt.message == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid error, got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring(tt.message))
+		})
+	}
 }
 
 func TestEmptyImageIsRejected(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,10 +24,10 @@ var fuzzNamespace = sync.OnceValue(func() string {
 	return ns.Name
 })
 
-// FuzzAdmittedSpecGivesAcceptedDeployment feeds the desired-state builder
-// Memcacheds of every shape: it never panics, and for every Memcached the
-// apiserver admits, the apiserver also accepts the Deployment built from it
-// (server-side dry run). The seeds below and testdata/fuzz/ run with every
+// FuzzAdmittedSpecGivesAcceptedDeployment feeds the desired-state builders
+// Memcacheds of every shape: they never panic, and for every Memcached the
+// apiserver admits, the apiserver also accepts the Deployment, Service and
+// PodDisruptionBudget built from it (server-side dry run). The seeds below and testdata/fuzz/ run with every
 // `go test`; `make fuzz` explores further. Its workers share the kube-apiserver
 // that the coordinating process started (see testenv.SharedKubeconfig), and it
 // bounds minimization by executions: every execution is a round trip to the
@@ -62,16 +63,24 @@ func FuzzAdmittedSpecGivesAcceptedDeployment(f *testing.F) {
 		}
 
 		// Never panics, admitted or not.
-		d := desired.Deployment(m, desired.DefaultImage)
+		desired.Deployment(m, desired.DefaultImage)
+		desired.Service(m)
+		desired.PodDisruptionBudget(m)
 
 		ctx := context.Background()
 		if err := env.Client.Create(ctx, m.DeepCopy(), client.DryRunAll); err != nil {
 			return // not admitted: the builder is never asked about it
 		}
 		m.UID = "00000000-0000-0000-0000-000000000001"
-		d = desired.Deployment(m, desired.DefaultImage)
-		if err := env.Client.Apply(ctx, d, client.DryRunAll, client.FieldOwner("fuzz"), client.ForceOwnership); err != nil {
-			t.Fatalf("admitted Memcached %q %+v gives a Deployment the apiserver refuses: %v", name, m.Spec, err)
+		objects := map[string]runtime.ApplyConfiguration{
+			"Deployment":          desired.Deployment(m, desired.DefaultImage),
+			"Service":             desired.Service(m),
+			"PodDisruptionBudget": desired.PodDisruptionBudget(m),
+		}
+		for kind, obj := range objects {
+			if err := env.Client.Apply(ctx, obj, client.DryRunAll, client.FieldOwner("fuzz"), client.ForceOwnership); err != nil {
+				t.Fatalf("admitted Memcached %q %+v gives a %s the apiserver refuses: %v", name, m.Spec, kind, err)
+			}
 		}
 	})
 }
