@@ -138,11 +138,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // created or changed.
 func (r *Reconciler) reconcileObjects(ctx context.Context, m *cachev1alpha1.Memcached) (status.Observation, bool, error) {
 	var obs status.Observation
+	var changes []change
 	c := &creation{r: r, m: m}
-	refused := func(err error) {
-		if obs.ApplyError == nil {
-			obs.ApplyError = err
+	defer func() { recordChanges(r, m, changes) }()
+	observe := func(kind string, notOwned bool, refused error, ch change) {
+		if notOwned {
+			obs.NotOwned = append(obs.NotOwned, kind)
 		}
+		if obs.ApplyError == nil {
+			obs.ApplyError = refused
+		}
+		changes = append(changes, ch)
 	}
 
 	dep, err := ensure(ctx, c, deployments, desired.Deployment(m, r.DefaultImage))
@@ -152,10 +158,7 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, m *cachev1alpha1.Memc
 	if dep.exists {
 		obs.Deployment = dep.obj
 	}
-	if dep.notOwned {
-		obs.NotOwned = append(obs.NotOwned, status.KindDeployment)
-	}
-	refused(dep.refused)
+	observe(status.KindDeployment, dep.notOwned, dep.refused, dep.change)
 
 	svc, err := ensure(ctx, c, services, desired.Service(m))
 	if err != nil {
@@ -164,22 +167,18 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, m *cachev1alpha1.Memc
 	if svc.exists {
 		obs.Service = svc.obj
 	}
-	if svc.notOwned {
-		obs.NotOwned = append(obs.NotOwned, status.KindService)
-	}
-	refused(svc.refused)
+	observe(status.KindService, svc.notOwned, svc.refused, svc.change)
 
 	if !desired.WantsPodDisruptionBudget(m) {
-		return obs, dep.changed, remove(ctx, c, podDisruptionBudgets)
+		ch, err := remove(ctx, c, podDisruptionBudgets)
+		changes = append(changes, ch)
+		return obs, dep.changed, err
 	}
 	pdb, err := ensure(ctx, c, podDisruptionBudgets, desired.PodDisruptionBudget(m))
 	if err != nil {
 		return obs, false, err
 	}
-	if pdb.notOwned {
-		obs.NotOwned = append(obs.NotOwned, status.KindPodDisruptionBudget)
-	}
-	refused(pdb.refused)
+	observe(status.KindPodDisruptionBudget, pdb.notOwned, pdb.refused, pdb.change)
 	return obs, dep.changed, nil
 }
 

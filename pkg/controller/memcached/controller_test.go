@@ -61,7 +61,8 @@ func TestDeploymentIsCreatedWithOwnerAndOurFieldManagerOnly(t *testing.T) {
 		g.Expect(c.Message).NotTo(BeEmpty())
 		g.Expect(c.ObservedGeneration).To(Equal(m.Generation))
 	}
-	g.Expect(events(t, ns, "cache", "Created")).NotTo(BeEmpty())
+	g.Expect(events(t, ns, "cache", "Created")).To(ConsistOf(HaveField("Note", "Created Deployment cache with 2 replicas; created Service cache; created PodDisruptionBudget cache")),
+		"one event for everything one reconcile created")
 }
 
 func TestForeignLabelAndAnnotationOnDeploymentSurvive(t *testing.T) {

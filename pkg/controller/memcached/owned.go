@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +64,16 @@ type outcome[T client.Object] struct {
 	notOwned bool
 	// refused is the apiserver's refusal of the apply, naming the object.
 	refused error
+	// change says what the apply changed, for the Memcached's events;
+	// empty when it changed nothing.
+	change change
+}
+
+// change is one object created, scaled, updated or deleted by a reconcile.
+type change struct {
+	reason string // an event reason: eventCreated, eventScaled, ...
+	note   string // lower-case, to be joined with others
+	obj    client.Object
 }
 
 // creation guards the creation of objects for a Memcached that may just
@@ -164,7 +175,7 @@ func ensure[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, 
 	out.obj, out.exists = applied, true
 	out.changed = !found || applied.GetResourceVersion() != current.GetResourceVersion()
 	if out.changed {
-		recordEvents(r, m, k.name, current, found, applied, lostTo)
+		out.change = describe(r, m, k.name, current, found, applied, lostTo)
 	}
 	return out, nil
 }
@@ -172,29 +183,28 @@ func ensure[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, 
 // remove deletes m's object of kind k when it exists and m controls it; an
 // object of that name that m does not control is not its business. It
 // looks in the cache only, so that a Memcached at rest costs no request.
-func remove[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, c *creation, k ownedKind[T, A]) error {
+func remove[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, c *creation, k ownedKind[T, A]) (change, error) {
 	r, m := c.r, c.m
 	current := k.newObj()
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(m), current)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil
+		return change{}, nil
 	case err != nil:
-		return fmt.Errorf("getting %s %s: %w", k.name, m.Name, err)
+		return change{}, fmt.Errorf("getting %s %s: %w", k.name, m.Name, err)
 	case !metav1.IsControlledBy(current, m):
-		return nil
+		return change{}, nil
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleting object", "kind", k.name, "object", klog.KObj(current))
 	uid := current.GetUID()
 	err = r.Client.Delete(ctx, current, client.Preconditions{UID: &uid})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting %s %s: %w", k.name, m.Name, err)
+	switch {
+	case apierrors.IsNotFound(err):
+		return change{}, nil
+	case err != nil:
+		return change{}, fmt.Errorf("deleting %s %s: %w", k.name, m.Name, err)
 	}
-	if err == nil {
-		r.Recorder.Eventf(m, current, corev1.EventTypeNormal, eventDeleted, "Delete",
-			"Deleted %s %s: size is %d", k.name, m.Name, desired.Replicas(m))
-	}
-	return nil
+	return change{reason: eventDeleted, note: fmt.Sprintf("deleted %s %s (size is %d)", k.name, m.Name, desired.Replicas(m)), obj: current}, nil
 }
 
 // get returns the object of kind k with that key. The cache holds only
@@ -216,14 +226,16 @@ func get[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, r *
 	return obj, true, nil
 }
 
-func recordEvents(r *Reconciler, m *cachev1alpha1.Memcached, kind string, before client.Object, existed bool, after client.Object, lostTo []string) {
+// describe says what an apply changed. Drift corrections get their own
+// event at once, naming who changed the fields; the rest is returned, to be
+// told in one event with the reconcile's other changes.
+func describe(r *Reconciler, m *cachev1alpha1.Memcached, kind string, before client.Object, existed bool, after client.Object, lostTo []string) change {
 	if !existed {
-		msg := fmt.Sprintf("Created %s %s", kind, after.GetName())
+		note := fmt.Sprintf("created %s %s", kind, after.GetName())
 		if _, ok := after.(*appsv1.Deployment); ok {
-			msg += fmt.Sprintf(" with %d replicas", desired.Replicas(m))
+			note += fmt.Sprintf(" with %d replicas", desired.Replicas(m))
 		}
-		r.Recorder.Eventf(m, after, corev1.EventTypeNormal, eventCreated, "Create", "%s", msg)
-		return
+		return change{reason: eventCreated, note: note, obj: after}
 	}
 	if len(lostTo) > 0 {
 		driftCorrected.WithLabelValues(kind).Inc()
@@ -232,12 +244,39 @@ func recordEvents(r *Reconciler, m *cachev1alpha1.Memcached, kind string, before
 	}
 	oldDep, isDep := before.(*appsv1.Deployment)
 	if newDep, _ := after.(*appsv1.Deployment); isDep && replicas(oldDep) != replicas(newDep) {
-		r.Recorder.Eventf(m, after, corev1.EventTypeNormal, eventScaled, "Scale",
-			"Scaled Deployment %s from %d to %d replicas", after.GetName(), replicas(oldDep), replicas(newDep))
-	} else if len(lostTo) == 0 {
-		r.Recorder.Eventf(m, after, corev1.EventTypeNormal, eventUpdated, "Update",
-			"Updated %s %s", kind, after.GetName())
+		return change{reason: eventScaled, note: fmt.Sprintf("scaled Deployment %s from %d to %d replicas", after.GetName(), replicas(oldDep), replicas(newDep)), obj: after}
 	}
+	if len(lostTo) > 0 {
+		return change{}
+	}
+	return change{reason: eventUpdated, note: fmt.Sprintf("updated %s %s", kind, after.GetName()), obj: after}
+}
+
+// eventActions are the events.k8s.io actions of the change reasons.
+var eventActions = map[string]string{eventCreated: "Create", eventScaled: "Scale", eventUpdated: "Update", eventDeleted: "Delete"}
+
+// recordChanges tells the changes of one reconcile in one event, under the
+// reason of the first (the Deployment's, when it changed): each event is a
+// write to the apiserver, and creating a Memcached changes two or three
+// objects at once.
+func recordChanges(r *Reconciler, m *cachev1alpha1.Memcached, changes []change) {
+	var notes []string
+	var first change
+	for _, c := range changes {
+		if c.reason == "" {
+			continue
+		}
+		if first.reason == "" {
+			first = c
+		}
+		notes = append(notes, c.note)
+	}
+	if first.reason == "" {
+		return
+	}
+	note := strings.Join(notes, "; ")
+	note = strings.ToUpper(note[:1]) + note[1:]
+	r.Recorder.Eventf(m, first.obj, corev1.EventTypeNormal, first.reason, eventActions[first.reason], "%s", note)
 }
 
 func replicas(d *appsv1.Deployment) int32 {
