@@ -1,13 +1,17 @@
 package memcached
 
 import (
+	"slices"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
 )
 
@@ -30,14 +34,18 @@ func CacheOptions(base cache.Options, namespaces []string) cache.Options {
 			base.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
-	base.DefaultTransform = trimLastApplied
+	base.DefaultTransform = trim
 	return base
 }
 
-// trimLastApplied drops kubectl's last-applied-configuration annotation from
-// cached objects: the operator never reads it, and it can be as large as the
-// object itself. Managed fields stay: the operator reads its own.
-func trimLastApplied(obj any) (any, error) {
+// trim drops from cached objects what the operator never reads there:
+// kubectl's last-applied-configuration annotation, which can be as large as
+// the object itself, and every managed-fields entry but the operator's own
+// (FieldManager's on the objects it makes, StatusFieldManager's on a
+// Memcached), which the no-op comparison reads. The controller-manager's
+// status entry of each Deployment, and the entries of GitOps tools and
+// people, stay on the apiserver; drift reporting reads them there.
+func trim(obj any) (any, error) {
 	o, ok := obj.(client.Object)
 	if !ok {
 		return obj, nil
@@ -48,5 +56,12 @@ func trimLastApplied(obj any) (any, error) {
 			o.SetAnnotations(a)
 		}
 	}
+	keep := FieldManager
+	if _, ok := o.(*cachev1alpha1.Memcached); ok {
+		keep = StatusFieldManager
+	}
+	o.SetManagedFields(slices.DeleteFunc(o.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool {
+		return e.Manager != keep
+	}))
 	return obj, nil
 }

@@ -46,10 +46,11 @@ func toMap(v any) (map[string]any, error) {
 	return m, nil
 }
 
-// managersOfLostFields names the other field managers that now own fields
-// the operator applies but no longer owns on current: those that changed
-// them, with kubectl edit, kubectl scale or an apply that forced them.
-func managersOfLostFields(current client.Object, want runtime.ApplyConfiguration) ([]string, error) {
+// lostFields are the fields the operator would apply but does not own on
+// current: fields it newly sends, and fields another manager took from it
+// (with kubectl edit, kubectl scale or an apply that forced them). It reads
+// only the operator's own managed-fields entry.
+func lostFields(current client.Object, want runtime.ApplyConfiguration) (*fieldpath.Set, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
 	if err != nil {
 		return nil, fmt.Errorf("converting apply configuration: %w", err)
@@ -71,6 +72,18 @@ func managersOfLostFields(current client.Object, want runtime.ApplyConfiguration
 			}
 			lost = lost.Difference(s)
 		}
+	}
+	return lost, nil
+}
+
+// managersOfLostFields names the other field managers that now own fields
+// the operator applies but no longer owns on current: those that changed
+// them. current must carry every manager's entry, which cached objects do
+// not (see CacheOptions).
+func managersOfLostFields(current client.Object, want runtime.ApplyConfiguration) ([]string, error) {
+	lost, err := lostFields(current, want)
+	if err != nil {
+		return nil, err
 	}
 	var managers []string
 	for _, e := range current.GetManagedFields() {

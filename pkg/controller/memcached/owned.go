@@ -141,7 +141,7 @@ func ensure[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, 
 			out.obj, out.exists = current, true
 			return out, nil
 		}
-		if lostTo, err = managersOfLostFields(current, want); err != nil {
+		if lostTo, err = whoChanged(ctx, r, k, current, want); err != nil {
 			return out, err
 		}
 	} else if err := c.allowed(ctx); err != nil {
@@ -205,6 +205,27 @@ func remove[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, 
 		return change{}, fmt.Errorf("deleting %s %s: %w", k.name, m.Name, err)
 	}
 	return change{reason: eventDeleted, note: fmt.Sprintf("deleted %s %s (size is %d)", k.name, m.Name, desired.Replicas(m)), obj: current}, nil
+}
+
+// whoChanged names the managers that took fields of current from the
+// operator. The cache keeps only the operator's own managed-fields entry, so
+// when some field is not the operator's, the object is read from the
+// apiserver with all of them: a read only when an apply is due anyway, and
+// only when it touches fields the operator does not own yet.
+func whoChanged[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, r *Reconciler, k ownedKind[T, A], current T, want A) ([]string, error) {
+	lost, err := lostFields(current, want)
+	if err != nil || lost.Empty() {
+		return nil, err
+	}
+	live := k.newObj()
+	err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(current), live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("getting %s %s: %w", k.name, current.GetName(), err)
+	}
+	return managersOfLostFields(live, want)
 }
 
 // get returns the object of kind k with that key. The cache holds only
