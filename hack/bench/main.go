@@ -150,7 +150,7 @@ type phase struct {
 	name     string
 	wall     time.Duration
 	requests map[string]int // "verb resource" -> count
-	writes   int            // create/update/patch/delete of Deployments and Memcacheds
+	writes   int            // create/update/patch/delete of Deployments, Services, PodDisruptionBudgets and Memcacheds
 	events   int            // event writes
 	conflict int
 	cpu      float64
@@ -184,10 +184,10 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 	}
 	ctx := context.Background()
 
-	// Baseline: the same Deployments created directly, no operator.
+	// Baseline: the same Deployments and Services created directly, no operator.
 	var baseline time.Duration
 	if !*noBaseFl {
-		fmt.Fprintf(os.Stderr, "== N=%d: baseline, %d Deployments without the operator\n", n, n)
+		fmt.Fprintf(os.Stderr, "== N=%d: baseline, %d Deployments and Services without the operator\n", n, n)
 		if baseline, err = runBaseline(ctx, c, n); err != nil {
 			return "", err
 		}
@@ -332,11 +332,17 @@ func runBaseline(ctx context.Context, c client.Client, n int) (time.Duration, er
 	}
 	start := time.Now()
 	err := parallel(names, func(name string) error {
-		// The Deployment the operator would build, created directly.
+		// The Deployment and Service the operator would build, created
+		// directly (a Memcached of size 1 has no PodDisruptionBudget).
 		m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
-		ac := desired.Deployment(m, benchImage)
-		ac.OwnerReferences = nil // there is no Memcached to own it
-		return c.Apply(ctx, ac, client.FieldOwner("bench-baseline"))
+		dep := desired.Deployment(m, benchImage)
+		dep.OwnerReferences = nil // there is no Memcached to own it
+		if err := c.Apply(ctx, dep, client.FieldOwner("bench-baseline")); err != nil {
+			return err
+		}
+		svc := desired.Service(m)
+		svc.OwnerReferences = nil
+		return c.Apply(ctx, svc, client.FieldOwner("bench-baseline"))
 	})
 	if err != nil {
 		return 0, err
@@ -648,7 +654,7 @@ func render(n, unrelated int, baseline time.Duration, phases []phase) string {
 		fmt.Fprintf(&b, ", operator flags `%s`", *opArgsFl)
 	}
 	if baseline > 0 {
-		fmt.Fprintf(&b, "\n\nBaseline, no operator, %d Deployments created directly until Available: %s.\n\n", n, baseline.Round(time.Millisecond))
+		fmt.Fprintf(&b, "\n\nBaseline, no operator, %d Deployments and their Services created directly until Available: %s.\n\n", n, baseline.Round(time.Millisecond))
 	} else {
 		b.WriteString("\n\nNo baseline run.\n\n")
 	}
