@@ -6,11 +6,13 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -67,6 +69,15 @@ func main() {
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+
+	// Near the container's memory limit the Go runtime collects harder
+	// rather than letting the kernel kill the process: 90% of the cgroup
+	// limit (GOMEMLIMIT, or AUTOMEMLIMIT=ratio|off, overrides it).
+	if limit, err := memlimit.Set(); err != nil {
+		log.Info("No memory limit for the Go runtime", "reason", err.Error())
+	} else if limit < math.MaxInt64 {
+		log.Info("Go runtime memory limit", "bytes", limit)
+	}
 
 	if strings.TrimSpace(defaultImage) == "" {
 		log.Error(nil, "The default memcached image is empty: set --memcached-image or MEMCACHED_IMAGE")

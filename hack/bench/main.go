@@ -29,6 +29,7 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,10 +93,12 @@ func main() {
 			fail(fmt.Errorf("bad -n value %q", s))
 		}
 		r, err := runOnce(n, *unrelated, *profile)
+		report.WriteString(r)
 		if err != nil {
+			// What was measured before the failure is still worth reading.
+			fmt.Print(report.String())
 			fail(err)
 		}
-		report.WriteString(r)
 	}
 	fmt.Print(report.String())
 	if *out != "" {
@@ -244,6 +247,8 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 			return err
 		}
 		phases = append(phases, p)
+		fmt.Fprintf(os.Stderr, "   %s: %s, %d writes, %d events, %d 409s, CPU %.1f s, peak RSS %d MiB\n",
+			name, p.wall.Round(time.Millisecond), p.writes, p.events, p.conflict, p.cpu, p.rss/1024)
 		return nil
 	}
 
@@ -259,7 +264,7 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 		}
 		return waitConverged(ctx, c, ns, n, 1)
 	}); err != nil {
-		return "", err
+		return render(n, unrelated, baseline, phases), err
 	}
 	stopProfile()
 	if *onlyFl {
@@ -272,7 +277,7 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 		time.Sleep(*steadyFl)
 		return nil
 	}); err != nil {
-		return "", err
+		return render(n, unrelated, baseline, phases), err
 	}
 	if err := measure("scale to 2", func() error {
 		if err := parallel(names, func(name string) error {
@@ -283,18 +288,22 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 		}
 		return waitConverged(ctx, c, ns, n, 2)
 	}); err != nil {
-		return "", err
+		return render(n, unrelated, baseline, phases), err
 	}
 	if profile {
 		op.heapProfile(filepath.Join(root, "bin", "bench", fmt.Sprintf("heap-%d.pprof", n)))
 	}
 	if err := measure("delete", func() error {
-		if err := c.DeleteAllOf(ctx, &cachev1alpha1.Memcached{}, client.InNamespace(ns)); err != nil {
+		// One by one, as the creates: a single delete-collection of
+		// thousands outlasts the apiserver's request timeout on this machine.
+		if err := parallel(names, func(name string) error {
+			return client.IgnoreNotFound(c.Delete(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}))
+		}); err != nil {
 			return err
 		}
 		return waitGone(ctx, c, ns)
 	}); err != nil {
-		return "", err
+		return render(n, unrelated, baseline, phases), err
 	}
 	return render(n, unrelated, baseline, phases), nil
 }
@@ -453,16 +462,17 @@ func waitConverged(ctx context.Context, c client.Client, ns string, n int, size 
 	return fmt.Errorf("%d of %d Memcacheds converged after %s", done, n, limit)
 }
 
+// waitGone waits until the Memcacheds of ns and everything they owned are gone.
 func waitGone(ctx context.Context, c client.Client, ns string) error {
 	for {
-		ms, ds := &cachev1alpha1.MemcachedList{}, &appsv1.DeploymentList{}
-		if err := c.List(ctx, ms, client.InNamespace(ns)); err != nil {
-			return err
+		left := 0
+		for _, l := range []client.ObjectList{&cachev1alpha1.MemcachedList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}, &policyv1.PodDisruptionBudgetList{}} {
+			if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
+				return err
+			}
+			left += meta.LenList(l)
 		}
-		if err := c.List(ctx, ds, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		if len(ms.Items) == 0 && len(ds.Items) == 0 {
+		if left == 0 {
 			return nil
 		}
 		time.Sleep(250 * time.Millisecond)
