@@ -46,6 +46,15 @@ func toMap(v any) (map[string]any, error) {
 	return m, nil
 }
 
+// identity are the fields of an apply configuration that managed fields
+// never list.
+var identity = fieldpath.NewSet(
+	fieldpath.MakePathOrDie("apiVersion"),
+	fieldpath.MakePathOrDie("kind"),
+	fieldpath.MakePathOrDie("metadata", "name"),
+	fieldpath.MakePathOrDie("metadata", "namespace"),
+)
+
 // lostFields are the fields the operator would apply but does not own on
 // current: fields it newly sends, and fields another manager took from it
 // (with kubectl edit, kubectl scale or an apply that forced them). It reads
@@ -63,7 +72,8 @@ func lostFields(current client.Object, want runtime.ApplyConfiguration) (*fieldp
 	if err != nil {
 		return nil, fmt.Errorf("listing fields of apply configuration: %w", err)
 	}
-	lost := wanted.Leaves()
+	// Managed fields never record the type and identity of the object.
+	lost := wanted.Leaves().Difference(identity)
 	for _, e := range current.GetManagedFields() {
 		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
 			s, err := fieldSet(e)

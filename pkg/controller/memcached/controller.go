@@ -82,6 +82,8 @@ type Reconciler struct {
 	DefaultImage string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	unchanged unchanged
 }
 
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=get;list;watch
@@ -95,7 +97,10 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	m := &cachev1alpha1.Memcached{}
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
-		// Deleted: garbage collection removes what it owned.
+		if apierrors.IsNotFound(err) {
+			// Deleted: garbage collection removes what it owned.
+			r.unchanged.forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !m.DeletionTimestamp.IsZero() {
@@ -192,13 +197,23 @@ func (r *Reconciler) applyStatus(ctx context.Context, m *cachev1alpha1.Memcached
 	want := cacheac.Memcached(m.Name, m.Namespace).
 		WithStatus(status.Status(m, obs, metav1.NewTime(now()).Rfc3339Copy()))
 
-	owned, err := cacheac.ExtractMemcachedStatus(m, StatusFieldManager)
-	if err != nil {
-		return fmt.Errorf("extracting status of Memcached %s: %w", m.Name, err)
-	}
-	same, err := jsonEqual(owned, want)
+	key := client.ObjectKeyFromObject(m)
+	h, err := intent(want)
 	if err != nil {
 		return err
+	}
+	same := r.unchanged.known(kindMemcachedStatus, key, m.UID, m.ResourceVersion, h)
+	if !same {
+		owned, err := cacheac.ExtractMemcachedStatus(m, StatusFieldManager)
+		if err != nil {
+			return fmt.Errorf("extracting status of Memcached %s: %w", m.Name, err)
+		}
+		if same, err = jsonEqual(owned, want); err != nil {
+			return err
+		}
+		if same {
+			r.unchanged.remember(kindMemcachedStatus, key, m.UID, m.ResourceVersion, h)
+		}
 	}
 	if same {
 		appliesSkipped.WithLabelValues(kindMemcachedStatus).Inc()

@@ -168,6 +168,8 @@ func TestSpecChangeSendsExactlyOneDeploymentApply(t *testing.T) {
 		func(r testenv.Request) bool { return r.Method != http.MethodGet })
 	g.Expect(writes).To(HaveLen(1), "one apply of the Deployment, got %v", writes)
 	g.Expect(writes[0].IsApply()).To(BeTrue())
+	reads := requests.Since(mark, inNamespace(ns), testenv.NotWatch, func(r testenv.Request) bool { return r.Method == http.MethodGet })
+	g.Expect(reads).To(BeEmpty(), "a spec change of a field the operator owns is read from the cache only")
 }
 
 func TestSteadyStateSendsNoRequests(t *testing.T) {
