@@ -31,6 +31,7 @@ import (
 	"github.com/example/memcached-operator/pkg/controller/memcached"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/internal/testenv"
+	"github.com/example/memcached-operator/pkg/status"
 )
 
 func TestDeploymentIsCreatedWithOwnerAndOurFieldManagerOnly(t *testing.T) {
@@ -243,15 +244,7 @@ func TestForeignDeploymentIsLeftAloneAndReported(t *testing.T) {
 
 	m := newMemcached(t, ns, "taken", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)})
 	g.Eventually(func(g Gomega) {
-		got := &cachev1alpha1.Memcached{}
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
-		c := meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionDegraded)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonDeploymentNotOwned))
-		g.Expect(c.Message).To(ContainSubstring("not controlled by this Memcached"))
-		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionStalled)).To(BeTrue())
-		g.Expect(events(t, ns, "taken", "DeploymentNotOwned")).NotTo(BeEmpty())
+		blockedBy(g, t, m, status.KindDeployment)
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 
 	got := &appsv1.Deployment{}

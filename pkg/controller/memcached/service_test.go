@@ -24,6 +24,7 @@ import (
 	"github.com/example/memcached-operator/pkg/controller/memcached"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/internal/testenv"
+	"github.com/example/memcached-operator/pkg/status"
 )
 
 func TestServiceSelectsExactlyItsInstancesPods(t *testing.T) {
@@ -139,17 +140,9 @@ func TestForeignServiceAndPodDisruptionBudgetAreLeftAlone(t *testing.T) {
 
 	m := newMemcached(t, ns, "taken", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)})
 	g.Eventually(func(g Gomega) {
-		got := &cachev1alpha1.Memcached{}
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
-		c := meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionDegraded)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonServiceNotOwned))
-		g.Expect(c.Message).To(ContainSubstring("Service taken exists and is not controlled by this Memcached"))
-		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionStalled)).To(BeTrue())
+		got := blockedBy(g, t, m, status.KindService)
 		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue(), "the pods still serve")
 		g.Expect(got.Status.Service).To(BeNil(), "not ours: not offered to clients")
-		g.Expect(events(t, ns, "taken", "ServiceNotOwned")).NotTo(BeEmpty())
 		g.Expect(events(t, ns, "taken", "PodDisruptionBudgetNotOwned")).NotTo(BeEmpty())
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 

@@ -113,6 +113,22 @@ func converged(t *testing.T, m *cachev1alpha1.Memcached) (*cachev1alpha1.Memcach
 	return got, dep
 }
 
+// blockedBy checks, in an Eventually, that m reports being blocked by an
+// object of kind it does not control: Degraded and Stalled True with
+// reason <kind>NotOwned, a message naming the object, and an event.
+func blockedBy(g Gomega, t *testing.T, m *cachev1alpha1.Memcached, kind string) *cachev1alpha1.Memcached {
+	got := &cachev1alpha1.Memcached{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(m), got)).To(Succeed())
+	c := meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionDegraded)
+	g.Expect(c).NotTo(BeNil())
+	g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(c.Reason).To(Equal(kind + "NotOwned"))
+	g.Expect(c.Message).To(ContainSubstring(kind + " " + m.Name + " exists and is not controlled by this Memcached"))
+	g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionStalled)).To(BeTrue())
+	g.Expect(events(t, m.Namespace, m.Name, kind+"NotOwned")).NotTo(BeEmpty())
+	return got
+}
+
 // events are the events recorded on the Memcached named name in ns with reason.
 func events(t *testing.T, ns, name, reason string) []eventsv1.Event {
 	t.Helper()
