@@ -65,6 +65,12 @@ rules:
 POLICY
       args+=(--kube-audit-policy "${policy}")
     fi
+    # kwokctl picks its ports by counting down from the same number in every
+    # process, so two clusters created at once (test packages run in
+    # parallel) get the same ports. One creation at a time: once a cluster
+    # is up its ports are taken, and the next creation skips them.
+    exec 9>"${TMPDIR:-/tmp}/memcached-operator-kwokctl-create.lock"
+    flock 9
     "${kwokctl}" create cluster --name "${CLUSTER_NAME}" --runtime binary \
       --etcd-binary "${BIN_DIR}/etcd" \
       --kube-apiserver-binary "${BIN_DIR}/kube-apiserver" \
@@ -77,6 +83,7 @@ POLICY
     # Room for thousands of pods: the default fake node allows 110.
     "${kwokctl}" scale node --replicas "${NODES}" --name "${CLUSTER_NAME}" \
       --param ".allocatable.pods=5000" --param ".allocatable.cpu=1000" --param ".allocatable.memory=\"4Ti\""
+    flock -u 9
   fi
   "${kwokctl}" get kubeconfig --name "${CLUSTER_NAME}" > "${KUBECONFIG_PATH}"
   echo "cluster ${CLUSTER_NAME} is up; kubeconfig: ${KUBECONFIG_PATH}"
