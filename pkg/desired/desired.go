@@ -291,9 +291,11 @@ func Service(m *cachev1alpha1.Memcached) *corev1ac.ServiceApplyConfiguration {
 				WithTargetPort(intstr.FromString(PortName))))
 }
 
-// Address is where a client in the cluster reaches m's Service.
-func Address(m *cachev1alpha1.Memcached) string {
-	return m.Name + "." + m.Namespace + ".svc:" + strconv.Itoa(int(port(m)))
+// Address is where a client in the cluster reaches a Service's port:
+// "<name>.<namespace>.svc:<port>", resolved through the cluster's DNS
+// search path whatever the cluster domain.
+func Address(name, namespace string, port int32) string {
+	return name + "." + namespace + ".svc:" + strconv.Itoa(int(port))
 }
 
 // WantsPodDisruptionBudget tells whether m should have a PodDisruptionBudget:

@@ -40,7 +40,7 @@ func TestService(t *testing.T) {
 			g.Expect(*p.Port).To(Equal(tt.wantPort))
 			g.Expect(*p.TargetPort).To(Equal(intstr.FromString(PortName)))
 			g.Expect(*p.Protocol).To(Equal(corev1.ProtocolTCP))
-			g.Expect(Address(tt.m)).To(Equal(tt.wantAddress))
+			g.Expect(Address(*s.Name, *s.Namespace, *p.Port)).To(Equal(tt.wantAddress))
 		})
 	}
 }

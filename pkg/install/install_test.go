@@ -94,14 +94,8 @@ func kustomize(t *testing.T, overlay string) []byte {
 	return []byte(out)
 }
 
-// install applies the bundle for real.
-func install(t *testing.T) {
-	t.Helper()
-	installOverlay(t, "default")
-}
-
-// installOverlay applies manifests/<overlay> for real.
-func installOverlay(t *testing.T, overlay string) {
+// install applies manifests/<overlay> for real.
+func install(t *testing.T, overlay string) {
 	t.Helper()
 	out, err := kubectl(t, kustomize(t, overlay), "apply", "--server-side", "--field-manager=installer", "-f", "-")
 	if err != nil {
@@ -226,7 +220,7 @@ func serviceAccountConfig(t *testing.T) *rest.Config {
 // shows a request outside its role is refused.
 func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 	g := NewWithT(t)
-	install(t)
+	install(t, "default")
 	cfg := serviceAccountConfig(t)
 
 	ctx, cancel := context.WithCancel(context.Background())

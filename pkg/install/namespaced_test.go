@@ -35,7 +35,7 @@ var clusterWide = regexp.MustCompile(`^/apis?/(apps/v1/deployments|v1/services|p
 func TestNamespacedInstallWatchesOnlyItsNamespace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	installOverlay(t, "namespaced")
+	install(t, "namespaced")
 	// The cluster-wide bundle, when an earlier test installed it, bound the
 	// same ServiceAccount to a ClusterRole: remove that, so that only the
 	// overlay's Role grants anything.

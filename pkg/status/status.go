@@ -70,7 +70,7 @@ func Status(m *cachev1alpha1.Memcached, obs Observation, now metav1.Time) *cache
 			st.WithService(cacheac.ServiceStatus().
 				WithName(svc.Name).
 				WithPort(port).
-				WithAddress(fmt.Sprintf("%s.%s.svc:%d", svc.Name, svc.Namespace, port)))
+				WithAddress(desired.Address(svc.Name, svc.Namespace, port)))
 		}
 	}
 	for _, c := range Conditions(m, obs) {

@@ -73,8 +73,11 @@ const (
 type Reconciler struct {
 	// Client reads from the cache and sends applies.
 	Client client.Client
-	// APIReader reads from the apiserver: used only to look for a
-	// Deployment the cache does not hold (not created by the operator).
+	// APIReader reads from the apiserver what the cache cannot tell: an
+	// object of the Memcached's name the cache does not hold (not the
+	// operator's, or not created yet), whether a Memcached about to get new
+	// objects still exists, and every manager's fields when naming who
+	// changed one.
 	APIReader client.Reader
 	// Recorder records events on Memcached objects.
 	Recorder events.EventRecorder
@@ -93,7 +96,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile brings a Memcached's Deployment and status to what its spec asks for.
+// Reconcile brings a Memcached's Deployment, Service, PodDisruptionBudget
+// and status to what its spec asks for.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	m := &cachev1alpha1.Memcached{}
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
@@ -197,23 +201,11 @@ func (r *Reconciler) applyStatus(ctx context.Context, m *cachev1alpha1.Memcached
 	want := cacheac.Memcached(m.Name, m.Namespace).
 		WithStatus(status.Status(m, obs, metav1.NewTime(now()).Rfc3339Copy()))
 
-	key := client.ObjectKeyFromObject(m)
-	h, err := intent(want)
+	same, err := r.unchanged.matches(kindMemcachedStatus, m, want, func() (any, error) {
+		return cacheac.ExtractMemcachedStatus(m, StatusFieldManager)
+	})
 	if err != nil {
 		return err
-	}
-	same := r.unchanged.known(kindMemcachedStatus, key, m.UID, m.ResourceVersion, h)
-	if !same {
-		owned, err := cacheac.ExtractMemcachedStatus(m, StatusFieldManager)
-		if err != nil {
-			return fmt.Errorf("extracting status of Memcached %s: %w", m.Name, err)
-		}
-		if same, err = jsonEqual(owned, want); err != nil {
-			return err
-		}
-		if same {
-			r.unchanged.remember(kindMemcachedStatus, key, m.UID, m.ResourceVersion, h)
-		}
 	}
 	if same {
 		appliesSkipped.WithLabelValues(kindMemcachedStatus).Inc()

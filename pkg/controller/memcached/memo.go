@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // unchanged remembers, per object, the last comparison that found nothing
@@ -33,13 +34,29 @@ type unchangedEntry struct {
 
 var wantSeed = maphash.MakeSeed()
 
-// intent hashes what the operator would apply.
-func intent(want any) (uint64, error) {
+// matches reports whether owned, what the operator owns of obj, holds
+// exactly want, what it would apply: then applying changes nothing. A match
+// is remembered for obj's resourceVersion and want, and owned is not called
+// again while both stay the same.
+func (u *unchanged) matches(kind string, obj client.Object, want any, owned func() (any, error)) (bool, error) {
 	raw, err := json.Marshal(want)
 	if err != nil {
-		return 0, fmt.Errorf("encoding apply configuration: %w", err)
+		return false, fmt.Errorf("encoding apply configuration: %w", err)
 	}
-	return maphash.Bytes(wantSeed, raw), nil
+	h := maphash.Bytes(wantSeed, raw)
+	key, uid, rv := client.ObjectKeyFromObject(obj), obj.GetUID(), obj.GetResourceVersion()
+	if u.known(kind, key, uid, rv, h) {
+		return true, nil
+	}
+	have, err := owned()
+	if err != nil {
+		return false, fmt.Errorf("extracting the operator's fields of %s %s: %w", kind, key.Name, err)
+	}
+	same, err := jsonEqual(have, json.RawMessage(raw))
+	if same {
+		u.remember(kind, key, uid, rv, h)
+	}
+	return same, err
 }
 
 // known tells whether the object was found unchanged at this

@@ -5,10 +5,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-const (
-	kindDeployment      = "Deployment"
-	kindMemcachedStatus = "Memcached/status"
-)
+// kindMemcachedStatus labels metrics about Memcached statuses; the owned
+// objects are labelled with their kind.
+const kindMemcachedStatus = "Memcached/status"
 
 var (
 	appliesSent = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -128,23 +128,9 @@ func ensure[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, 
 
 	var lostTo []string
 	if found {
-		key, uid, rv := client.ObjectKeyFromObject(current), current.GetUID(), current.GetResourceVersion()
-		h, err := intent(want)
+		same, err := r.unchanged.matches(k.name, current, want, func() (any, error) { return k.extract(current, FieldManager) })
 		if err != nil {
 			return out, err
-		}
-		same := r.unchanged.known(k.name, key, uid, rv, h)
-		if !same {
-			owned, err := k.extract(current, FieldManager)
-			if err != nil {
-				return out, fmt.Errorf("extracting fields of %s %s: %w", k.name, current.GetName(), err)
-			}
-			if same, err = jsonEqual(owned, want); err != nil {
-				return out, err
-			}
-			if same {
-				r.unchanged.remember(k.name, key, uid, rv, h)
-			}
 		}
 		if same {
 			appliesSkipped.WithLabelValues(k.name).Inc()
