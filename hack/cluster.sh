@@ -29,6 +29,8 @@ export KWOK_WORKDIR="${STATE_DIR}/kwok"
 export KWOK_RUNTIME=binary
 export KWOK_KUBE_VERSION=v1.37.2
 export KWOK_KUBECTL_BINARY="${BIN_DIR}/kubectl"
+# kwokctl runs the first kubectl on PATH when there is one: make it ours.
+export PATH="${BIN_DIR}:${PATH}"
 kwokctl="${BIN_DIR}/kwokctl"
 
 need_binaries() {
