@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
+// Kind is the kind of a Memcached, as owner references name it.
+const Kind = "Memcached"
+
 var (
 	// SchemeGroupVersion is the group and version of the objects in this package.
 	SchemeGroupVersion = schema.GroupVersion{Group: "cache.example.com", Version: "v1alpha1"}

@@ -109,7 +109,7 @@ func Labels(m *cachev1alpha1.Memcached) map[string]string {
 func OwnerReference(m *cachev1alpha1.Memcached) *metav1ac.OwnerReferenceApplyConfiguration {
 	return metav1ac.OwnerReference().
 		WithAPIVersion(cachev1alpha1.SchemeGroupVersion.String()).
-		WithKind("Memcached").
+		WithKind(cachev1alpha1.Kind).
 		WithName(m.Name).
 		WithUID(m.UID).
 		WithController(true).

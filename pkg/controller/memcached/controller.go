@@ -15,12 +15,15 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -230,13 +233,30 @@ func (r *Reconciler) applyStatus(ctx context.Context, m *cachev1alpha1.Memcached
 	return nil
 }
 
+// enqueueController reconciles the Memcached that controls an object, as
+// the builder's Owns does, but from the controller reference alone: a
+// Memcached is namespaced, so it shares its objects' namespace, and no
+// RESTMapper lookup is needed. Owns makes one per event, and each of those
+// allocates an error for every API group version the mapper does not find
+// the kind in.
+var enqueueController = handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.Kind != cachev1alpha1.Kind {
+		return nil
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != cachev1alpha1.SchemeGroupVersion.Group {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}}}
+})
+
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&appsv1.Deployment{}, enqueueController).
+		Watches(&corev1.Service{}, enqueueController).
+		Watches(&policyv1.PodDisruptionBudget{}, enqueueController).
 		WithOptions(opts).
 		Complete(r)
 }
