@@ -35,9 +35,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -54,14 +57,16 @@ const (
 )
 
 var (
-	root     = repoRoot()
-	kubectl  = filepath.Join(root, "bin", "k8s", "kubectl")
-	scheme   = newScheme()
-	steadyFl = flag.Duration("steady", 30*time.Second, "length of the steady-state window")
-	syncFl   = flag.Duration("sync-period", 10*time.Second, "the operator's --sync-period (resyncs happen during the steady window)")
-	opArgsFl = flag.String("operator-args", "", "extra flags for the operator, space-separated (e.g. --kube-api-qps=200)")
-	noBaseFl = flag.Bool("skip-baseline", false, "skip the no-operator baseline")
-	onlyFl   = flag.Bool("create-only", false, "stop after the create phase (for large N: memory and create cost)")
+	root       = repoRoot()
+	kubectl    = filepath.Join(root, "bin", "k8s", "kubectl")
+	scheme     = newScheme()
+	steadyFl   = flag.Duration("steady", 30*time.Second, "length of the steady-state window")
+	syncFl     = flag.Duration("sync-period", 10*time.Second, "the operator's --sync-period (resyncs happen during the steady window)")
+	opArgsFl   = flag.String("operator-args", "", "extra flags for the operator, space-separated (e.g. --kube-api-qps=200)")
+	noBaseFl   = flag.Bool("skip-baseline", false, "skip the no-operator baseline")
+	onlyFl     = flag.Bool("create-only", false, "stop after the create phase (for large N: memory and create cost)")
+	memLimitFl = flag.Bool("container-memory-limit", true, "run the operator with the Go memory limit its container gets: GOMEMLIMIT at 90% of the manager's memory limit in manifests/manager")
+	timeoutFl  = flag.Duration("timeout", 0, "how long a phase may take to converge (default: 300 ms per Memcached, at least 10 minutes)")
 )
 
 func newScheme() *k8sruntime.Scheme {
@@ -87,6 +92,15 @@ func main() {
 	var report strings.Builder
 	fmt.Fprintf(&report, "Machine: %d cores, %s; command: `go run ./hack/bench %s`; date %s.\n\n",
 		runtime.NumCPU(), memTotal(), strings.Join(os.Args[1:], " "), time.Now().UTC().Format("2006-01-02"))
+	if *memLimitFl {
+		limit, err := containerMemoryLimit()
+		if err != nil {
+			fail(err)
+		}
+		fmt.Fprintf(&report, "The operator runs with GOMEMLIMIT=%d MiB, as in its container (90%% of the manager's %d MiB limit).\n\n", limit*9/10>>20, limit>>20)
+	} else {
+		fmt.Fprintf(&report, "The operator runs without a Go memory limit.\n\n")
+	}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n <= 0 {
@@ -191,7 +205,7 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 	var baseline time.Duration
 	if !*noBaseFl {
 		fmt.Fprintf(os.Stderr, "== N=%d: baseline, %d Deployments and Services without the operator\n", n, n)
-		if baseline, err = runBaseline(ctx, c, n); err != nil {
+		if baseline, err = runBaseline(ctx, cfg, c, n); err != nil {
 			return "", err
 		}
 	}
@@ -227,6 +241,20 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return "", err
 	}
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	watch, err := watchNamespace(watchCtx, cfg, ns)
+	if err != nil {
+		return "", err
+	}
+	// The Memcached informer starts on the first list: before the clock does.
+	if err := watch.List(ctx, &cachev1alpha1.MemcachedList{}, client.InNamespace(ns)); err != nil {
+		return "", err
+	}
+	progress := func(done int) {
+		fmt.Fprintf(os.Stderr, "   %d of %d converged, operator RSS %d MiB (peak %d MiB), CPU %.0f s\n",
+			done, n, op.rss()/1024, op.peakRSS()/1024, op.cpuSeconds())
+	}
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("cache-%05d", i)
@@ -238,15 +266,20 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 		off := fileSize(auditLog)
 		cpu0 := op.cpuSeconds()
 		start := time.Now()
-		if err := act(); err != nil {
-			return fmt.Errorf("%s: %w (operator peak RSS so far %d MiB, CPU %.1f s)", name, err, op.peakRSS()/1024, op.cpuSeconds()-cpu0)
-		}
+		actErr := act()
 		p := phase{name: name, wall: time.Since(start), cpu: op.cpuSeconds() - cpu0, rss: op.peakRSS()}
+		if actErr != nil {
+			// What it cost until it stopped is still worth reading.
+			p.name += " (stopped early)"
+		}
 		time.Sleep(500 * time.Millisecond) // let the last audit lines land
 		if err := countAudit(auditLog, off, &p); err != nil {
 			return err
 		}
 		phases = append(phases, p)
+		if actErr != nil {
+			return fmt.Errorf("%s: %w (operator peak RSS so far %d MiB, CPU %.1f s)", name, actErr, p.rss/1024, p.cpu)
+		}
 		fmt.Fprintf(os.Stderr, "   %s: %s, %d writes, %d events, %d 409s, CPU %.1f s, peak RSS %d MiB\n",
 			name, p.wall.Round(time.Millisecond), p.writes, p.events, p.conflict, p.cpu, p.rss/1024)
 		return nil
@@ -262,8 +295,11 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 		}); err != nil {
 			return err
 		}
-		return waitConverged(ctx, c, ns, n, 1)
+		return waitConverged(ctx, watch, ns, n, 1, progress)
 	}); err != nil {
+		if profile {
+			op.heapProfile(filepath.Join(root, "bin", "bench", fmt.Sprintf("heap-%d.pprof", n)))
+		}
 		return render(n, unrelated, baseline, phases), err
 	}
 	stopProfile()
@@ -286,7 +322,7 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 		}); err != nil {
 			return err
 		}
-		return waitConverged(ctx, c, ns, n, 2)
+		return waitConverged(ctx, watch, ns, n, 2, progress)
 	}); err != nil {
 		return render(n, unrelated, baseline, phases), err
 	}
@@ -301,7 +337,7 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 		}); err != nil {
 			return err
 		}
-		return waitGone(ctx, c, ns)
+		return waitGone(ctx, watch, ns)
 	}); err != nil {
 		return render(n, unrelated, baseline, phases), err
 	}
@@ -330,9 +366,19 @@ func parallel(names []string, f func(string) error) error {
 	return <-errs
 }
 
-func runBaseline(ctx context.Context, c client.Client, n int) (time.Duration, error) {
+func runBaseline(ctx context.Context, cfg *rest.Config, c client.Client, n int) (time.Duration, error) {
 	ns := "baseline"
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return 0, err
+	}
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	watch, err := watchNamespace(watchCtx, cfg, ns)
+	if err != nil {
+		return 0, err
+	}
+	// The Deployment informer starts on the first list: before the clock does.
+	if err := watch.List(ctx, &appsv1.DeploymentList{}, client.InNamespace(ns)); err != nil {
 		return 0, err
 	}
 	names := make([]string, n)
@@ -340,7 +386,7 @@ func runBaseline(ctx context.Context, c client.Client, n int) (time.Duration, er
 		names[i] = fmt.Sprintf("cache-%05d", i)
 	}
 	start := time.Now()
-	err := parallel(names, func(name string) error {
+	err = parallel(names, func(name string) error {
 		// The Deployment and Service the operator would build, created
 		// directly (a Memcached of size 1 has no PodDisruptionBudget).
 		m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
@@ -358,7 +404,7 @@ func runBaseline(ctx context.Context, c client.Client, n int) (time.Duration, er
 	}
 	for {
 		list := &appsv1.DeploymentList{}
-		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		if err := watch.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return 0, err
 		}
 		ready := 0
@@ -436,14 +482,20 @@ func readYAML(path string, into any) error {
 	return json.Unmarshal(out, into)
 }
 
-func waitConverged(ctx context.Context, c client.Client, ns string, n int, size int32) error {
-	// 2 cores and a rate-limited client: allow 300 ms per Memcached, at least 10 minutes.
+// waitConverged waits until every Memcached of ns reports size ready
+// replicas for its current generation, reading them from r.
+func waitConverged(ctx context.Context, r client.Reader, ns string, n int, size int32, progress func(done int)) error {
+	// 2 cores: allow 300 ms per Memcached, at least 10 minutes.
 	limit := max(10*time.Minute, time.Duration(n)*300*time.Millisecond)
+	if *timeoutFl > 0 {
+		limit = *timeoutFl
+	}
 	deadline := time.Now().Add(limit)
+	lastReport := time.Now()
 	done := 0
 	for time.Now().Before(deadline) {
 		list := &cachev1alpha1.MemcachedList{}
-		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		if err := r.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return err
 		}
 		done = 0
@@ -457,17 +509,22 @@ func waitConverged(ctx context.Context, c client.Client, ns string, n int, size 
 		if done == n {
 			return nil
 		}
+		if time.Since(lastReport) >= time.Minute {
+			progress(done)
+			lastReport = time.Now()
+		}
 		time.Sleep(250 * time.Millisecond)
 	}
 	return fmt.Errorf("%d of %d Memcacheds converged after %s", done, n, limit)
 }
 
-// waitGone waits until the Memcacheds of ns and everything they owned are gone.
-func waitGone(ctx context.Context, c client.Client, ns string) error {
+// waitGone waits until the Memcacheds of ns and everything they owned are
+// gone, reading them from r.
+func waitGone(ctx context.Context, r client.Reader, ns string) error {
 	for {
 		left := 0
 		for _, l := range []client.ObjectList{&cachev1alpha1.MemcachedList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}, &policyv1.PodDisruptionBudgetList{}} {
-			if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
+			if err := r.List(ctx, l, client.InNamespace(ns)); err != nil {
 				return err
 			}
 			left += meta.LenList(l)
@@ -477,6 +534,27 @@ func waitGone(ctx context.Context, c client.Client, ns string) error {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// watchNamespace returns a reader of the objects of ns served from watches.
+// The bench waits on what it sees there: that costs the apiserver one list
+// and one watch per kind, where polling would list every object four times
+// a second, load on the same two cores as what is measured. The watches end
+// with ctx.
+func watchNamespace(ctx context.Context, cfg *rest.Config, ns string) (client.Reader, error) {
+	ca, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := ca.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: watching", ns+":", err)
+		}
+	}()
+	if !ca.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("watching %s: the cache did not start", ns)
+	}
+	return ca, nil
 }
 
 func fileSize(path string) int64 {
@@ -574,6 +652,15 @@ func startOperator(kubeconfig string, profile bool) (*operatorProcess, error) {
 	}
 	op.cmd = exec.Command(bin, args...)
 	op.cmd.Stderr = os.Stderr
+	if *memLimitFl {
+		limit, err := containerMemoryLimit()
+		if err != nil {
+			return nil, err
+		}
+		// What automemlimit sets in the container (90% of the cgroup's
+		// limit); the bench's host process has no cgroup limit of its own.
+		op.cmd.Env = append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%d", limit*9/10))
+	}
 	if err := op.cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -588,6 +675,35 @@ func startOperator(kubeconfig string, profile bool) (*operatorProcess, error) {
 	}
 	op.stop()
 	return nil, fmt.Errorf("the operator did not become ready")
+}
+
+// containerMemoryLimit is the memory limit of the manager container in
+// manifests/manager/manager.yaml, in bytes.
+func containerMemoryLimit() (int64, error) {
+	path := filepath.Join(root, "manifests", "manager", "manager.yaml")
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	dec := k8syaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		var d appsv1.Deployment
+		if err := dec.Decode(&d); err != nil {
+			if err == io.EOF {
+				return 0, fmt.Errorf("%s: no manager container with a memory limit", path)
+			}
+			return 0, fmt.Errorf("%s: %w", path, err)
+		}
+		if d.Kind != "Deployment" {
+			continue
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok && c.Name == "manager" {
+				return q.Value(), nil
+			}
+		}
+	}
 }
 
 func (o *operatorProcess) stop() {
@@ -608,14 +724,20 @@ func (o *operatorProcess) cpuSeconds() float64 {
 	return (utime + stime) / 100 // USER_HZ
 }
 
+// rss is the operator's resident set size now, in KiB (VmRSS).
+func (o *operatorProcess) rss() int64 { return o.status("VmRSS:") }
+
 // peakRSS is the operator's peak resident set size in KiB (VmHWM).
-func (o *operatorProcess) peakRSS() int64 {
+func (o *operatorProcess) peakRSS() int64 { return o.status("VmHWM:") }
+
+// status reads a size in KiB from the operator's /proc status.
+func (o *operatorProcess) status(field string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", o.cmd.Process.Pid))
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmHWM:") {
+		if strings.HasPrefix(l, field) {
 			kb, _ := strconv.ParseInt(strings.Fields(l)[1], 10, 64)
 			return kb
 		}
@@ -633,8 +755,10 @@ func (o *operatorProcess) cpuProfile(path string) func() {
 	return func() { <-done }
 }
 
+// heapProfile writes a heap profile taken right after a collection, so that
+// in-use figures are the live heap.
 func (o *operatorProcess) heapProfile(path string) {
-	fetch("http://"+o.pprof+"/debug/pprof/heap", path)
+	fetch("http://"+o.pprof+"/debug/pprof/heap?gc=1", path)
 }
 
 func fetch(url, path string) {
