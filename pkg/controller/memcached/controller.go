@@ -130,6 +130,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// then observedGeneration lags, which reads as "in progress".
 		return reconcile.Result{RequeueAfter: deploymentReportTimeout}, nil
 	}
+	if wait := reportPending(obs.Deployment, r.now()); wait > 0 {
+		// The same, in the reconciles between the change and the report
+		// (the cache seeing the applied Deployment is one).
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
 	if err := r.applyStatus(ctx, m, obs); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -194,15 +199,39 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, m *cachev1alpha1.Memc
 	return obs, dep.changed, nil
 }
 
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// reportPending is how long the Deployment controller may still take to
+// report on d: d has a generation it has not observed, and the operator
+// changed d less than deploymentReportTimeout ago (by the time the
+// apiserver recorded on the operator's managed-fields entry). Zero when the
+// report is in, or overdue: a status is then written without it.
+func reportPending(d *appsv1.Deployment, now time.Time) time.Duration {
+	if d == nil || d.Status.ObservedGeneration >= d.Generation {
+		return 0
+	}
+	for _, e := range d.ManagedFields {
+		if e.Manager != FieldManager || e.Operation != metav1.ManagedFieldsOperationApply || e.Time == nil {
+			continue
+		}
+		if left := e.Time.Add(deploymentReportTimeout).Sub(now); left > 0 {
+			// Capped: the apiserver's clock may run ahead of ours.
+			return min(left, deploymentReportTimeout)
+		}
+	}
+	return 0
+}
+
 // applyStatus applies the status computed from obs, unless the status
 // fields the operator owns already hold exactly that.
 func (r *Reconciler) applyStatus(ctx context.Context, m *cachev1alpha1.Memcached, obs status.Observation) error {
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
 	want := cacheac.Memcached(m.Name, m.Namespace).
-		WithStatus(status.Status(m, obs, metav1.NewTime(now()).Rfc3339Copy()))
+		WithStatus(status.Status(m, obs, metav1.NewTime(r.now()).Rfc3339Copy()))
 
 	same, err := r.unchanged.matches(kindMemcachedStatus, m, want, func() (any, error) {
 		return cacheac.ExtractMemcachedStatus(m, StatusFieldManager)
