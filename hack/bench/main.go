@@ -3,7 +3,7 @@
 // converge, and the operator's CPU and memory, from the apiserver's audit
 // log of the operator's own user (not from the operator's bookkeeping).
 //
-//	go run ./hack/bench -n 100,1000 [-unrelated 0] [-profile] [-out docs/benchmarks.md]
+//	go run ./hack/bench -n 100,1000 [-unrelated 0] [-profile] [-timeout 0] [-out docs/benchmarks.md]
 package main
 
 import (
