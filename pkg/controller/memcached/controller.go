@@ -123,16 +123,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if changed {
+	if wait := reportPending(obs.Deployment, changed, r.now()); wait > 0 {
 		// Anything written to the status now would be stale within
 		// milliseconds: the Deployment controller is about to report on the
 		// change, and that report reconciles this Memcached again. Until
 		// then observedGeneration lags, which reads as "in progress".
-		return reconcile.Result{RequeueAfter: deploymentReportTimeout}, nil
-	}
-	if wait := reportPending(obs.Deployment, r.now()); wait > 0 {
-		// The same, in the reconciles between the change and the report
-		// (the cache seeing the applied Deployment is one).
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	if err := r.applyStatus(ctx, m, obs); err != nil {
@@ -208,12 +203,18 @@ func (r *Reconciler) now() time.Time {
 
 // reportPending is how long the Deployment controller may still take to
 // report on d: d has a generation it has not observed, and the operator
-// changed d less than deploymentReportTimeout ago (by the time the
-// apiserver recorded on the operator's managed-fields entry). Zero when the
-// report is in, or overdue: a status is then written without it.
-func reportPending(d *appsv1.Deployment, now time.Time) time.Duration {
+// changed d in this reconcile (justChanged), or less than
+// deploymentReportTimeout ago by the time the apiserver recorded on the
+// operator's managed-fields entry (a later reconcile, such as the one the
+// cache seeing the applied Deployment starts). Zero when the report is in,
+// or overdue: a status is then written without it.
+func reportPending(d *appsv1.Deployment, justChanged bool, now time.Time) time.Duration {
 	if d == nil || d.Status.ObservedGeneration >= d.Generation {
 		return 0
+	}
+	if justChanged {
+		// The apply's answer carries no managed fields to read the time from.
+		return deploymentReportTimeout
 	}
 	for _, e := range d.ManagedFields {
 		if e.Manager != FieldManager || e.Operation != metav1.ManagedFieldsOperationApply || e.Time == nil {

@@ -23,19 +23,22 @@ func TestReportPendingWaitsOnlyForAFreshChangeNotYetObserved(t *testing.T) {
 	tests := []struct {
 		name string
 		d    *appsv1.Deployment
+		just bool
 		want time.Duration
 	}{
-		{"no Deployment", nil, 0},
-		{"report in", deployment(2, 2, entry(FieldManager, metav1.ManagedFieldsOperationApply, time.Second)), 0},
-		{"changed 10 s ago, not observed", deployment(2, 1, entry(FieldManager, metav1.ManagedFieldsOperationApply, 10*time.Second)), 20 * time.Second},
-		{"changed long ago, not observed: overdue", deployment(2, 1, entry(FieldManager, metav1.ManagedFieldsOperationApply, time.Minute)), 0},
-		{"changed by another manager", deployment(2, 1, entry("kubectl", metav1.ManagedFieldsOperationApply, time.Second)), 0},
-		{"the operator's entry from an update, not an apply", deployment(2, 1, entry(FieldManager, metav1.ManagedFieldsOperationUpdate, time.Second)), 0},
-		{"the apiserver's clock ahead", deployment(2, 1, entry(FieldManager, metav1.ManagedFieldsOperationApply, -time.Hour)), deploymentReportTimeout},
+		{"no Deployment", nil, false, 0},
+		{"changed in this reconcile, not observed", deployment(2, 1), true, deploymentReportTimeout},
+		{"changed in this reconcile without a new generation", deployment(2, 2), true, 0},
+		{"report in", deployment(2, 2, entry(FieldManager, metav1.ManagedFieldsOperationApply, time.Second)), false, 0},
+		{"changed 10 s ago, not observed", deployment(2, 1, entry(FieldManager, metav1.ManagedFieldsOperationApply, 10*time.Second)), false, 20 * time.Second},
+		{"changed long ago, not observed: overdue", deployment(2, 1, entry(FieldManager, metav1.ManagedFieldsOperationApply, time.Minute)), false, 0},
+		{"changed by another manager", deployment(2, 1, entry("kubectl", metav1.ManagedFieldsOperationApply, time.Second)), false, 0},
+		{"the operator's entry from an update, not an apply", deployment(2, 1, entry(FieldManager, metav1.ManagedFieldsOperationUpdate, time.Second)), false, 0},
+		{"the apiserver's clock ahead", deployment(2, 1, entry(FieldManager, metav1.ManagedFieldsOperationApply, -time.Hour)), false, deploymentReportTimeout},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			NewWithT(t).Expect(reportPending(tt.d, now)).To(Equal(tt.want))
+			NewWithT(t).Expect(reportPending(tt.d, tt.just, now)).To(Equal(tt.want))
 		})
 	}
 }
