@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,29 +21,53 @@ import (
 // records them in managed fields.
 var typeConverter = applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
 
-// jsonEqual compares two apply configurations by the JSON they would send.
-func jsonEqual(a, b any) (bool, error) {
-	am, err := toMap(a)
+// valuesDigest hashes an apply configuration as the JSON it sends: two
+// apply configurations of one type encode alike exactly when they hold the
+// same fields and values.
+func valuesDigest(ac any) (uint64, error) {
+	raw, err := json.Marshal(ac)
 	if err != nil {
-		return false, err
+		return 0, fmt.Errorf("encoding apply configuration: %w", err)
 	}
-	bm, err := toMap(b)
-	if err != nil {
-		return false, err
-	}
-	return equality.Semantic.DeepEqual(am, bm), nil
+	return maphash.Bytes(digestSeed, raw), nil
 }
 
-func toMap(v any) (map[string]any, error) {
-	raw, err := json.Marshal(v)
+// fieldsDigest hashes a set of field paths in its sorted serialization.
+func fieldsDigest(s *fieldpath.Set) (uint64, error) {
+	raw, err := s.ToJSON()
 	if err != nil {
-		return nil, fmt.Errorf("encoding apply configuration: %w", err)
+		return 0, fmt.Errorf("encoding field set: %w", err)
 	}
-	m := map[string]any{}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("decoding apply configuration: %w", err)
+	return maphash.Bytes(digestSeed, raw), nil
+}
+
+var emptyFieldSet = &fieldpath.Set{}
+
+// appliesNothing reports whether applying want would change nothing on
+// obj: the fields and values the operator owns of obj are exactly those of
+// want. It reads the digest of a summary, so it costs a hash of want.
+func appliesNothing(obj client.Object, want any) (bool, error) {
+	have, err := ownedDigestOf(obj)
+	if err != nil {
+		return false, err
 	}
-	return m, nil
+	h, err := valuesDigest(want)
+	return err == nil && h == have.values, err
+}
+
+// ownsExactly reports whether the operator owns on obj exactly the fields
+// want sets: then it has lost none of them to another manager.
+func ownsExactly(obj client.Object, want runtime.ApplyConfiguration) (bool, error) {
+	have, err := ownedDigestOf(obj)
+	if err != nil {
+		return false, err
+	}
+	wanted, err := appliedFields(want)
+	if err != nil {
+		return false, err
+	}
+	h, err := fieldsDigest(wanted)
+	return err == nil && h == have.fields, err
 }
 
 // identity are the fields of an apply configuration that managed fields
@@ -55,11 +79,9 @@ var identity = fieldpath.NewSet(
 	fieldpath.MakePathOrDie("metadata", "namespace"),
 )
 
-// lostFields are the fields the operator would apply but does not own on
-// current: fields it newly sends, and fields another manager took from it
-// (with kubectl edit, kubectl scale or an apply that forced them). It reads
-// only the operator's own managed-fields entry.
-func lostFields(current client.Object, want runtime.ApplyConfiguration) (*fieldpath.Set, error) {
+// appliedFields are the leaf field paths an apply configuration sets, as
+// the apiserver records them in managed fields.
+func appliedFields(want runtime.ApplyConfiguration) (*fieldpath.Set, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
 	if err != nil {
 		return nil, fmt.Errorf("converting apply configuration: %w", err)
@@ -73,7 +95,19 @@ func lostFields(current client.Object, want runtime.ApplyConfiguration) (*fieldp
 		return nil, fmt.Errorf("listing fields of apply configuration: %w", err)
 	}
 	// Managed fields never record the type and identity of the object.
-	lost := wanted.Leaves().Difference(identity)
+	return wanted.Leaves().Difference(identity), nil
+}
+
+// lostFields are the fields the operator would apply but does not own on
+// current: fields it newly sends, and fields another manager took from it
+// (with kubectl edit, kubectl scale or an apply that forced them). It reads
+// the operator's own managed-fields entry, so current must be a whole
+// object, not a summary.
+func lostFields(current client.Object, want runtime.ApplyConfiguration) (*fieldpath.Set, error) {
+	lost, err := appliedFields(want)
+	if err != nil {
+		return nil, err
+	}
 	for _, e := range current.GetManagedFields() {
 		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
 			s, err := fieldSet(e)

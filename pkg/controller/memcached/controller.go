@@ -88,8 +88,6 @@ type Reconciler struct {
 	DefaultImage string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-
-	unchanged unchanged
 }
 
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=get;list;watch
@@ -104,10 +102,7 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	m := &cachev1alpha1.Memcached{}
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
-		if apierrors.IsNotFound(err) {
-			// Deleted: garbage collection removes what it owned.
-			r.unchanged.forget(req.NamespacedName)
-		}
+		// Deleted: garbage collection removes what it owned.
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !m.DeletionTimestamp.IsZero() {
@@ -234,9 +229,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, m *cachev1alpha1.Memcached
 	want := cacheac.Memcached(m.Name, m.Namespace).
 		WithStatus(status.Status(m, obs, metav1.NewTime(r.now()).Rfc3339Copy()))
 
-	same, err := r.unchanged.matches(kindMemcachedStatus, m, want, func() (any, error) {
-		return cacheac.ExtractMemcachedStatus(m, StatusFieldManager)
-	})
+	same, err := appliesNothing(m, want)
 	if err != nil {
 		return err
 	}

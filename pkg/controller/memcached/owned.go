@@ -128,7 +128,7 @@ func ensure[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, 
 
 	var lostTo []string
 	if found {
-		same, err := r.unchanged.matches(k.name, current, want, func() (any, error) { return k.extract(current, FieldManager) })
+		same, err := appliesNothing(current, want)
 		if err != nil {
 			return out, err
 		}
@@ -204,13 +204,14 @@ func remove[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, 
 }
 
 // whoChanged names the managers that took fields of current from the
-// operator. The cache keeps only the operator's own managed-fields entry, so
-// when some field is not the operator's, the object is read from the
-// apiserver with all of them: a read only when an apply is due anyway, and
-// only when it touches fields the operator does not own yet.
+// operator. A summary tells only whether the operator owns exactly the
+// fields it is about to apply; when it does not, the object is read from
+// the apiserver with every manager's field set: a read only when an apply
+// is due anyway, and only when it sets fields the operator does not own, or
+// no longer sets some it owns.
 func whoChanged[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, r *Reconciler, k ownedKind[T, A], current T, want A) ([]string, error) {
-	lost, err := lostFields(current, want)
-	if err != nil || lost.Empty() {
+	exactly, err := ownsExactly(current, want)
+	if err != nil || exactly {
 		return nil, err
 	}
 	live := k.newObj()
@@ -224,15 +225,22 @@ func whoChanged[T client.Object, A runtime.ApplyConfiguration](ctx context.Conte
 	return managersOfLostFields(live, want)
 }
 
-// get returns the object of kind k with that key. The cache holds only
-// objects labelled as the operator's; one without that label (foreign, or
-// ours with the label removed) is looked up on the apiserver, which costs a
-// read only while the object is missing from the cache.
+// get returns the summary (see summarize) of the object of kind k with that
+// key. The cache holds only objects labelled as the operator's; one without
+// that label (foreign, or ours with the label removed) is looked up on the
+// apiserver, which costs a read only while the object is missing from the
+// cache.
 func get[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, r *Reconciler, k ownedKind[T, A], key client.ObjectKey) (T, bool, error) {
 	obj := k.newObj()
 	err := r.Client.Get(ctx, key, obj)
 	if apierrors.IsNotFound(err) {
-		err = r.APIReader.Get(ctx, key, obj)
+		if err = r.APIReader.Get(ctx, key, obj); err == nil {
+			s, serr := summarize(obj)
+			if serr != nil {
+				return obj, false, serr
+			}
+			obj = s.(T)
+		}
 	}
 	switch {
 	case apierrors.IsNotFound(err):
