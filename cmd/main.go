@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
+	uberzap "go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -28,6 +30,7 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/controller/memcached"
 	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/golimit"
 )
 
 func main() {
@@ -67,13 +70,15 @@ func main() {
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts), zap.RawZapOpts(uberzap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return lazyFields{c}
+	}))))
 	log := ctrl.Log.WithName("setup")
 
 	// Near the container's memory limit the Go runtime collects harder
-	// rather than letting the kernel kill the process: 90% of the cgroup
-	// limit (GOMEMLIMIT, or AUTOMEMLIMIT=ratio|off, overrides it).
-	if limit, err := memlimit.Set(); err != nil {
+	// rather than letting the kernel kill the process: golimit.Ratio of the
+	// cgroup limit (GOMEMLIMIT, or AUTOMEMLIMIT=ratio|off, overrides it).
+	if limit, err := memlimit.Set(memlimit.WithRatio(golimit.Ratio)); err != nil {
 		log.Info("No memory limit for the Go runtime", "reason", err.Error())
 	} else if limit < math.MaxInt64 {
 		log.Info("Go runtime memory limit", "bytes", limit)

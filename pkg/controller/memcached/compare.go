@@ -25,11 +25,12 @@ var typeConverter = applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
 // apply configurations of one type encode alike exactly when they hold the
 // same fields and values.
 func valuesDigest(ac any) (uint64, error) {
-	raw, err := json.Marshal(ac)
-	if err != nil {
+	var h maphash.Hash
+	h.SetSeed(digestSeed)
+	if err := json.NewEncoder(&h).Encode(ac); err != nil {
 		return 0, fmt.Errorf("encoding apply configuration: %w", err)
 	}
-	return maphash.Bytes(digestSeed, raw), nil
+	return h.Sum64(), nil
 }
 
 // fieldsDigest hashes a set of field paths in its sorted serialization.
@@ -122,8 +123,8 @@ func lostFields(current client.Object, want runtime.ApplyConfiguration) (*fieldp
 
 // managersOfLostFields names the other field managers that now own fields
 // the operator applies but no longer owns on current: those that changed
-// them. current must carry every manager's entry, which cached objects do
-// not (see CacheOptions).
+// them. current must be a whole object, with every manager's entry; a
+// summary (see summarize) has none of them.
 func managersOfLostFields(current client.Object, want runtime.ApplyConfiguration) ([]string, error) {
 	lost, err := lostFields(current, want)
 	if err != nil {
