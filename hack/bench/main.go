@@ -47,6 +47,7 @@ import (
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/golimit"
 )
 
 const (
@@ -66,7 +67,7 @@ var (
 	opArgsFl   = flag.String("operator-args", "", "extra flags for the operator, space-separated (e.g. --kube-api-qps=200)")
 	noBaseFl   = flag.Bool("skip-baseline", false, "skip the no-operator baseline")
 	onlyFl     = flag.Bool("create-only", false, "stop after the create phase (for large N: memory and create cost)")
-	memLimitFl = flag.Bool("container-memory-limit", true, "run the operator with the Go memory limit its container gets: GOMEMLIMIT at 90% of the manager's memory limit in manifests/manager")
+	memLimitFl = flag.Bool("container-memory-limit", true, fmt.Sprintf("run the operator with the Go memory limit its container gets: GOMEMLIMIT at %.0f%% of the manager's memory limit in manifests/manager", golimit.Ratio*100))
 	timeoutFl  = flag.Duration("timeout", 0, "how long a phase may take to converge (default: 300 ms per Memcached, at least 10 minutes)")
 )
 
@@ -98,7 +99,8 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
-		fmt.Fprintf(&report, "The operator runs with GOMEMLIMIT=%d MiB, as in its container (90%% of the manager's %d MiB limit).\n\n", limit*9/10>>20, limit>>20)
+		fmt.Fprintf(&report, "The operator runs with GOMEMLIMIT=%d MiB, as in its container (%.0f%% of the manager's %d MiB limit).\n\n",
+			golimit.Of(limit)>>20, golimit.Ratio*100, limit>>20)
 	} else {
 		fmt.Fprintf(&report, "The operator runs without a Go memory limit.\n\n")
 	}
@@ -669,9 +671,9 @@ func startOperator(kubeconfig string, profile bool) (*operatorProcess, error) {
 		if err != nil {
 			return nil, err
 		}
-		// What automemlimit sets in the container (90% of the cgroup's
-		// limit); the bench's host process has no cgroup limit of its own.
-		op.cmd.Env = append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%d", limit*9/10))
+		// What the operator sets in its container from the cgroup's limit;
+		// the bench's host process has no cgroup limit of its own.
+		op.cmd.Env = append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%d", golimit.Of(limit)))
 	}
 	if err := op.cmd.Start(); err != nil {
 		return nil, err
