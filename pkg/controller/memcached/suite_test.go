@@ -13,6 +13,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -27,6 +28,7 @@ import (
 // controller sends is recorded at its transport.
 var (
 	k8s      client.Client // the tests' own client; its requests are not recorded
+	cfg      *rest.Config  // the tests' own config, for caches of their own
 	requests = &testenv.Requests{}
 )
 
@@ -56,7 +58,7 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "deleting the cluster:", err)
 		}
 	}()
-	cfg, err := cluster.Config()
+	cfg, err = cluster.Config()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
