@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -174,7 +175,8 @@ type phase struct {
 	events   int            // event writes
 	conflict int
 	cpu      float64
-	rss      int64 // peak resident set, KiB
+	rss      int64              // peak resident set, KiB
+	stack    map[string]float64 // CPU seconds of each process of the local cluster
 }
 
 func runOnce(n, unrelated int, profile bool) (string, error) {
@@ -192,6 +194,10 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 	defer func() { _, _ = cluster(env, "down") }()
 	kubeconfig, _ := cluster(env, "kubeconfig")
 	auditLog, _ := cluster(env, "audit-log")
+	procs, err := clusterProcesses(state, name)
+	if err != nil {
+		return "", err
+	}
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -206,9 +212,10 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 
 	// Baseline: the same Deployments and Services created directly, no operator.
 	var baseline time.Duration
+	var baselineCPU map[string]float64
 	if !*noBaseFl {
 		fmt.Fprintf(os.Stderr, "== N=%d: baseline, %d Deployments and Services without the operator\n", n, n)
-		if baseline, err = runBaseline(ctx, cfg, c, n); err != nil {
+		if baseline, baselineCPU, err = runBaseline(ctx, cfg, c, n, procs); err != nil {
 			return "", err
 		}
 	}
@@ -267,10 +274,10 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 	measure := func(name string, act func() error) error {
 		fmt.Fprintf(os.Stderr, "== N=%d: %s\n", n, name)
 		off := fileSize(auditLog)
-		cpu0 := op.cpuSeconds()
+		cpu0, stack0 := op.cpuSeconds(), procs.cpu()
 		start := time.Now()
 		actErr := act()
-		p := phase{name: name, wall: time.Since(start), cpu: op.cpuSeconds() - cpu0, rss: op.peakRSS()}
+		p := phase{name: name, wall: time.Since(start), cpu: op.cpuSeconds() - cpu0, rss: op.peakRSS(), stack: since(procs.cpu(), stack0)}
 		if actErr != nil {
 			// What it cost until it stopped is still worth reading.
 			p.name += " (stopped early)"
@@ -303,20 +310,20 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 		if profile {
 			op.heapProfile(filepath.Join(root, "bin", "bench", fmt.Sprintf("heap-%d.pprof", n)))
 		}
-		return render(n, unrelated, baseline, phases), err
+		return render(n, unrelated, baseline, baselineCPU, phases), err
 	}
 	stopProfile()
 	if *onlyFl {
 		if profile {
 			op.heapProfile(filepath.Join(root, "bin", "bench", fmt.Sprintf("heap-%d.pprof", n)))
 		}
-		return render(n, unrelated, baseline, phases), nil
+		return render(n, unrelated, baseline, baselineCPU, phases), nil
 	}
 	if err := measure(fmt.Sprintf("steady (%s)", *steadyFl), func() error {
 		time.Sleep(*steadyFl)
 		return nil
 	}); err != nil {
-		return render(n, unrelated, baseline, phases), err
+		return render(n, unrelated, baseline, baselineCPU, phases), err
 	}
 	if err := measure("scale to 2", func() error {
 		if err := parallel(names, func(name string) error {
@@ -327,7 +334,7 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 		}
 		return waitConverged(ctx, watch, ns, n, 2, progress)
 	}); err != nil {
-		return render(n, unrelated, baseline, phases), err
+		return render(n, unrelated, baseline, baselineCPU, phases), err
 	}
 	if profile {
 		op.heapProfile(filepath.Join(root, "bin", "bench", fmt.Sprintf("heap-%d.pprof", n)))
@@ -342,9 +349,9 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 		}
 		return waitGone(ctx, watch, ns)
 	}); err != nil {
-		return render(n, unrelated, baseline, phases), err
+		return render(n, unrelated, baseline, baselineCPU, phases), err
 	}
-	return render(n, unrelated, baseline, phases), nil
+	return render(n, unrelated, baseline, baselineCPU, phases), nil
 }
 
 func parallel(names []string, f func(string) error) error {
@@ -369,26 +376,29 @@ func parallel(names []string, f func(string) error) error {
 	return <-errs
 }
 
-func runBaseline(ctx context.Context, cfg *rest.Config, c client.Client, n int) (time.Duration, error) {
+// runBaseline creates n Deployments and Services directly and waits until
+// they are Available; it returns how long that took and what CPU each of
+// the cluster's processes spent meanwhile.
+func runBaseline(ctx context.Context, cfg *rest.Config, c client.Client, n int, procs processes) (time.Duration, map[string]float64, error) {
 	ns := "baseline"
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	defer stopWatching()
 	watch, err := watchNamespace(watchCtx, cfg, ns)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	// The Deployment informer starts on the first list: before the clock does.
 	if err := watch.List(ctx, &appsv1.DeploymentList{}, client.InNamespace(ns)); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("cache-%05d", i)
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), procs.cpu()
 	err = parallel(names, func(name string) error {
 		// The Deployment and Service the operator would build, created
 		// directly (a Memcached of size 1 has no PodDisruptionBudget).
@@ -403,12 +413,12 @@ func runBaseline(ctx context.Context, cfg *rest.Config, c client.Client, n int) 
 		return c.Apply(ctx, svc, client.FieldOwner("bench-baseline"))
 	})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	for {
 		list := &appsv1.DeploymentList{}
 		if err := watch.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		ready := 0
 		for _, d := range list.Items {
@@ -421,19 +431,19 @@ func runBaseline(ctx context.Context, cfg *rest.Config, c client.Client, n int) 
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	took := time.Since(start)
+	took, cpu := time.Since(start), since(procs.cpu(), cpu0)
 	// Gone before the operator's phases start: deleting a thousand
 	// Deployments, their pods and Services is work for the same two cores.
 	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	for {
 		err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
 		if apierrors.IsNotFound(err) {
-			return took, nil
+			return took, cpu, nil
 		}
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		time.Sleep(time.Second)
 	}
@@ -726,8 +736,53 @@ func (o *operatorProcess) stop() {
 }
 
 // cpuSeconds is the operator's user and system CPU time so far.
-func (o *operatorProcess) cpuSeconds() float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", o.cmd.Process.Pid))
+func (o *operatorProcess) cpuSeconds() float64 { return cpuSeconds(o.cmd.Process.Pid) }
+
+// processes are the processes of the local cluster, by name (etcd,
+// kube-apiserver, ...), as kwokctl records their PIDs.
+type processes map[string]int
+
+func clusterProcesses(state, name string) (processes, error) {
+	files, err := filepath.Glob(filepath.Join(state, "kwok", "clusters", name, "pids", "*.pid"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("no PID files of cluster %s in %s: %v", name, state, err)
+	}
+	ps := processes{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		ps[strings.TrimSuffix(filepath.Base(f), ".pid")] = pid
+	}
+	return ps, nil
+}
+
+// cpu is each process's user and system CPU time so far.
+func (ps processes) cpu() map[string]float64 {
+	out := map[string]float64{}
+	for name, pid := range ps {
+		out[name] = cpuSeconds(pid)
+	}
+	return out
+}
+
+// since is the CPU time spent by each process between two readings.
+func since(now, before map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for name, v := range now {
+		out[name] = v - before[name]
+	}
+	return out
+}
+
+// cpuSeconds is a process's user and system CPU time so far.
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}
@@ -792,7 +847,7 @@ func fetch(url, path string) {
 	fmt.Fprintln(os.Stderr, "wrote", path)
 }
 
-func render(n, unrelated int, baseline time.Duration, phases []phase) string {
+func render(n, unrelated int, baseline time.Duration, baselineCPU map[string]float64, phases []phase) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### N = %d", n)
 	if unrelated > 0 {
@@ -836,6 +891,46 @@ func render(n, unrelated int, baseline time.Duration, phases []phase) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s |\n", p.name, strings.Join(parts, ", "))
 	}
+	renderStackCPU(&b, baselineCPU, phases)
 	b.WriteString("\n")
 	return b.String()
+}
+
+// renderStackCPU tells the CPU seconds each process of the cluster spent in
+// each phase, next to the operator's: on a machine whose cores they share,
+// where the time of a phase went.
+func renderStackCPU(b *strings.Builder, baselineCPU map[string]float64, phases []phase) {
+	var names []string
+	for _, p := range phases {
+		for name := range p.stack {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	sort.Strings(names)
+	b.WriteString("\nCPU seconds by process (`/proc/PID/stat`):\n\n| phase | " + strings.Join(names, " | ") + " | operator | all |\n|---|")
+	b.WriteString(strings.Repeat("---|", len(names)+2) + "\n")
+	row := func(name string, stack map[string]float64, operator float64, withOperator bool) {
+		fmt.Fprintf(b, "| %s |", name)
+		all := operator
+		for _, n := range names {
+			fmt.Fprintf(b, " %.1f |", stack[n])
+			all += stack[n]
+		}
+		op := "-"
+		if withOperator {
+			op = fmt.Sprintf("%.1f", operator)
+		}
+		fmt.Fprintf(b, " %s | %.1f |\n", op, all)
+	}
+	if baselineCPU != nil {
+		row("baseline", baselineCPU, 0, false)
+	}
+	for _, p := range phases {
+		row(p.name, p.stack, p.cpu, true)
+	}
 }
