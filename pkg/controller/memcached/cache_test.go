@@ -232,3 +232,14 @@ func TestSummaryDigestIsComputedNotTrustedOnAWholeObject(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(s.GetAnnotations()[digestAnnotation]).NotTo(Equal(forged))
 }
+
+func TestOtherObjectsAreCachedWhole(t *testing.T) {
+	g := NewWithT(t)
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "settings", Labels: map[string]string{"team": "payments"}},
+		Data:       map[string]string{"k": "v"},
+	}
+	out, err := trim(cm.DeepCopy())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal(cm))
+}
