@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,19 +51,7 @@ func memcachedFields(want runtime.ApplyConfiguration) (*fieldpath.Set, error) {
 	if err := cachev1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
-	if err != nil {
-		return nil, err
-	}
-	typed, err := applyconfig.NewTypeConverter(scheme).ObjectToTyped(&unstructured.Unstructured{Object: u})
-	if err != nil {
-		return nil, err
-	}
-	fields, err := typed.ToFieldSet()
-	if err != nil {
-		return nil, err
-	}
-	return fields.Leaves().Difference(identity), nil
+	return appliedFieldsOf(applyconfig.NewTypeConverter(scheme), want)
 }
 
 func testMemcached() *cachev1alpha1.Memcached {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -83,11 +84,16 @@ var identity = fieldpath.NewSet(
 // appliedFields are the leaf field paths an apply configuration sets, as
 // the apiserver records them in managed fields.
 func appliedFields(want runtime.ApplyConfiguration) (*fieldpath.Set, error) {
+	return appliedFieldsOf(typeConverter, want)
+}
+
+// appliedFieldsOf is appliedFields with the schemas of tc.
+func appliedFieldsOf(tc managedfields.TypeConverter, want runtime.ApplyConfiguration) (*fieldpath.Set, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
 	if err != nil {
 		return nil, fmt.Errorf("converting apply configuration: %w", err)
 	}
-	typed, err := typeConverter.ObjectToTyped(&unstructured.Unstructured{Object: u})
+	typed, err := tc.ObjectToTyped(&unstructured.Unstructured{Object: u})
 	if err != nil {
 		return nil, fmt.Errorf("typing apply configuration: %w", err)
 	}
