@@ -95,13 +95,16 @@ func main() {
 	var report strings.Builder
 	fmt.Fprintf(&report, "Machine: %d cores, %s; command: `go run ./hack/bench %s`; date %s.\n\n",
 		runtime.NumCPU(), memTotal(), strings.Join(os.Args[1:], " "), time.Now().UTC().Format("2006-01-02"))
+	// The Go memory limit the operator gets in its container; 0: none.
+	var goMemLimit int64
 	if *memLimitFl {
 		limit, err := containerMemoryLimit()
 		if err != nil {
 			fail(err)
 		}
+		goMemLimit = golimit.Of(limit)
 		fmt.Fprintf(&report, "The operator runs with GOMEMLIMIT=%d MiB, as in its container (%.0f%% of the manager's %d MiB limit).\n\n",
-			golimit.Of(limit)>>20, golimit.Ratio*100, limit>>20)
+			goMemLimit>>20, golimit.Ratio*100, limit>>20)
 	} else {
 		fmt.Fprintf(&report, "The operator runs without a Go memory limit.\n\n")
 	}
@@ -110,7 +113,7 @@ func main() {
 		if err != nil || n <= 0 {
 			fail(fmt.Errorf("bad -n value %q", s))
 		}
-		r, err := runOnce(n, *unrelated, *profile)
+		r, err := runOnce(n, *unrelated, *profile, goMemLimit)
 		report.WriteString(r)
 		if err != nil {
 			// What was measured before the failure is still worth reading.
@@ -179,7 +182,7 @@ type phase struct {
 	stack    map[string]float64 // CPU seconds of each process of the local cluster
 }
 
-func runOnce(n, unrelated int, profile bool) (string, error) {
+func runOnce(n, unrelated int, profile bool, goMemLimit int64) (string, error) {
 	name := fmt.Sprintf("bench-%d", n)
 	state, err := os.MkdirTemp("", "memcached-bench-")
 	if err != nil {
@@ -241,7 +244,7 @@ func runOnce(n, unrelated int, profile bool) (string, error) {
 		return "", err
 	}
 
-	op, err := startOperator(saKubeconfig, profile)
+	op, err := startOperator(saKubeconfig, profile, goMemLimit)
 	if err != nil {
 		return "", err
 	}
@@ -657,7 +660,9 @@ func freeAddr() string {
 	return l.Addr().String()
 }
 
-func startOperator(kubeconfig string, profile bool) (*operatorProcess, error) {
+// startOperator runs bin/manager as the user of kubeconfig, with the Go
+// memory limit goMemLimit (none when 0), and waits until it is ready.
+func startOperator(kubeconfig string, profile bool, goMemLimit int64) (*operatorProcess, error) {
 	bin := filepath.Join(root, "bin", "manager")
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("%s: %w (run 'make build')", bin, err)
@@ -676,14 +681,10 @@ func startOperator(kubeconfig string, profile bool) (*operatorProcess, error) {
 	}
 	op.cmd = exec.Command(bin, args...)
 	op.cmd.Stderr = os.Stderr
-	if *memLimitFl {
-		limit, err := containerMemoryLimit()
-		if err != nil {
-			return nil, err
-		}
+	if goMemLimit > 0 {
 		// What the operator sets in its container from the cgroup's limit;
 		// the bench's host process has no cgroup limit of its own.
-		op.cmd.Env = append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%d", golimit.Of(limit)))
+		op.cmd.Env = append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%d", goMemLimit))
 	}
 	if err := op.cmd.Start(); err != nil {
 		return nil, err
