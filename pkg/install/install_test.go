@@ -31,8 +31,8 @@ import (
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
-	"github.com/example/memcached-operator/pkg/internal/localcluster"
-	"github.com/example/memcached-operator/pkg/internal/testenv"
+	"github.com/example/memcached-operator/internal/localcluster"
+	"github.com/example/memcached-operator/internal/testenv"
 )
 
 const (

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/pkg/internal/testenv"
+	"github.com/example/memcached-operator/internal/testenv"
 )
 
 // watchedNamespace is the namespace manifests/namespaced scopes the operator to.

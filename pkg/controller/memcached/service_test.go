@@ -23,7 +23,7 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/controller/memcached"
 	"github.com/example/memcached-operator/pkg/desired"
-	"github.com/example/memcached-operator/pkg/internal/testenv"
+	"github.com/example/memcached-operator/internal/testenv"
 	"github.com/example/memcached-operator/pkg/status"
 )
 

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/pkg/internal/localcluster"
-	"github.com/example/memcached-operator/pkg/internal/testenv"
+	"github.com/example/memcached-operator/internal/localcluster"
+	"github.com/example/memcached-operator/internal/testenv"
 )
 
 // The suite runs the controller in-process against a local cluster (real

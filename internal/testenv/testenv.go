@@ -46,7 +46,7 @@ func newScheme() *k8sruntime.Scheme {
 // RepoRoot is the repository's top folder.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
 // Env is a running kube-apiserver with the Memcached CRD installed.

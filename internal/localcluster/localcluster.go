@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/example/memcached-operator/pkg/internal/testenv"
+	"github.com/example/memcached-operator/internal/testenv"
 )
 
 // Cluster is a running local cluster.
@@ -31,6 +31,13 @@ type Cluster struct {
 type Options struct {
 	// AuditUser, when set, makes the apiserver log that user's requests.
 	AuditUser string
+	// FakeNodes is the number of kwok nodes (2 when zero and RealNode is false).
+	FakeNodes int
+	// RealNode adds a node whose pods run real containers (hack/node.sh):
+	// needs root, and the binaries and images of 'make real-node-prerequisites'.
+	RealNode bool
+	// RealNodeTaints are the real node's taints, as kubelet's --register-with-taints.
+	RealNodeTaints string
 }
 
 // Create creates a cluster named name, with its state in a fresh temporary
@@ -41,7 +48,13 @@ func Create(ctx context.Context, name string, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{Name: name, StateDir: dir, Kubeconfig: filepath.Join(dir, name+".kubeconfig")}
-	env := []string{"AUDIT_USER=" + opts.AuditUser}
+	env := []string{"AUDIT_USER=" + opts.AuditUser, "REAL_NODE=0", "REAL_NODE_TAINTS=" + opts.RealNodeTaints}
+	if opts.RealNode {
+		env[1] = "REAL_NODE=1"
+	}
+	if opts.FakeNodes > 0 || opts.RealNode {
+		env = append(env, fmt.Sprintf("NODES=%d", opts.FakeNodes))
+	}
 	if _, err := c.script(ctx, env, "up"); err != nil {
 		_, _ = c.script(context.Background(), nil, "down")
 		_ = os.RemoveAll(dir)
@@ -69,6 +82,12 @@ func (c *Cluster) Config() (*rest.Config, error) {
 	return cfg, nil
 }
 
+// KwokWorkdir is kwokctl's state folder (KWOK_WORKDIR): the cluster's
+// components, PID files and logs are under clusters/<Name>/ there.
+func (c *Cluster) KwokWorkdir() string {
+	return filepath.Join(c.StateDir, "kwok")
+}
+
 // AuditLog is the path of the apiserver's audit log.
 func (c *Cluster) AuditLog(ctx context.Context) (string, error) {
 	out, err := c.script(ctx, nil, "audit-log")
@@ -76,7 +95,7 @@ func (c *Cluster) AuditLog(ctx context.Context) (string, error) {
 }
 
 func (c *Cluster) script(ctx context.Context, env []string, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(testenv.RepoRoot(), "hack", "cluster.sh"), args...)
 	cmd.Env = append(os.Environ(), append(env, "CLUSTER_NAME="+c.Name, "STATE_DIR="+c.StateDir)...)
