@@ -8,6 +8,8 @@ BIN_DIR := $(ROOT)/bin
 K8S_BIN := $(BIN_DIR)/k8s
 CLUSTER_NAME ?= memcached-operator
 export CLUSTER_NAME
+REAL_NODE ?= 0
+export REAL_NODE
 LOCAL_KUBECONFIG := $(ROOT)/.local/$(CLUSTER_NAME).kubeconfig
 KUBECTL := $(K8S_BIN)/kubectl
 CONTROLLER_GEN := go tool controller-gen
@@ -60,12 +62,12 @@ verify: generate manifests ## Regenerate everything and fail on any difference, 
 	@$(MAKE) --no-print-directory lint
 
 .PHONY: test
-test: k8s-binaries build ## Run all tests: unit, integration (real kube-apiserver), local-cluster and end-to-end.
+test: k8s-binaries build real-node-prerequisites ## Run all tests: unit, integration (real kube-apiserver), local-cluster and end-to-end (with a real node).
 	go test $(GO_TEST_FLAGS) ./...
 	go test -tags e2e $(GO_TEST_FLAGS) ./e2e/...
 
 .PHONY: test-e2e
-test-e2e: k8s-binaries build ## Run the end-to-end suite (E2E_PROVIDER=local|kind|existing; local by default).
+test-e2e: k8s-binaries build real-node-prerequisites ## Run the end-to-end suite (E2E_PROVIDER=local|kind|existing; local by default, with a real node).
 	go test -tags e2e -count=1 $(GO_TEST_FLAGS) ./e2e/... $(if $(E2E_ARGS),-args $(E2E_ARGS))
 
 FUZZTIME ?= 60s
@@ -85,8 +87,23 @@ k8s-binaries: ## Build the local control plane into bin/k8s (cached: only what c
 	hack/build-cluster.sh
 
 .PHONY: cluster-up
-cluster-up: k8s-binaries ## Create the local cluster (idempotent); kubeconfig in .local/$(CLUSTER_NAME).kubeconfig.
+cluster-up: k8s-binaries $(if $(filter 1,$(REAL_NODE)),real-node-prerequisites) ## Create the local cluster (idempotent; REAL_NODE=1 adds a real node); kubeconfig in .local/$(CLUSTER_NAME).kubeconfig.
 	hack/cluster.sh up
+
+.PHONY: node-packages
+node-packages: ## Install the Debian packages the real node needs (containerd, runc, CNI plugins, Docker engine, ...), when missing.
+	hack/install-node-packages.sh
+
+.PHONY: node-binaries
+node-binaries: ## Build the real node's kubelet, kube-proxy (v1.34) and CoreDNS into bin/k8s (cached).
+	hack/build-cluster.sh node
+
+.PHONY: images
+images: node-packages ## Build the real node's images offline into bin/images: pause, memcached, busybox, the operator (cached).
+	hack/images.sh
+
+.PHONY: real-node-prerequisites
+real-node-prerequisites: node-packages node-binaries images
 
 .PHONY: cluster-down
 cluster-down: ## Delete the local cluster and stop its processes.
@@ -99,7 +116,7 @@ build: ## Build the operator binary into bin/manager.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN_DIR)/manager ./cmd
 
 .PHONY: run
-run: build k8s-binaries ## Run the operator from source on $KUBECONFIG, or on the local cluster (created if needed).
+run: build k8s-binaries $(if $(filter 1,$(REAL_NODE)),real-node-prerequisites) ## Run the operator from source on $KUBECONFIG, or on the local cluster (created if needed; REAL_NODE=1: on a real node).
 	hack/run.sh
 
 .PHONY: install

@@ -4,14 +4,20 @@
 // operator lives through, told against a real cluster.
 //
 // The cluster, by E2E_PROVIDER:
-//   - unset or "local": a local cluster (real control plane, kwok nodes)
-//     created by e2e-framework's kwok provider with the binaries of bin/k8s;
-//     the operator runs as a host process (bin/manager), since kwok pods run
-//     no containers. Features labelled needs=containers are skipped here.
+//   - unset or "local": a local cluster (hack/cluster.sh: real control plane,
+//     two kwok nodes) plus a real node (hack/node.sh: kubelet, containerd,
+//     kube-proxy, CoreDNS) whose pods run containers from the images of
+//     hack/images.sh. The real node is tainted: only the features labelled
+//     needs=containers place pods there. The operator runs as a host process
+//     (bin/manager), but for the feature that deploys it from
+//     manifests/default. E2E_REAL_NODE=0 leaves the real node out and skips
+//     the needs=containers features (for machines where it cannot run: it
+//     needs root).
 //   - "kind": a kind cluster (needs Docker); the operator image is built,
 //     loaded and deployed from manifests/default.
 //   - "existing": the cluster of --kubeconfig or $KUBECONFIG; the operator
-//     runs as a host process unless E2E_OPERATOR_DEPLOYED=true.
+//     runs as a host process unless E2E_OPERATOR_DEPLOYED=true; the
+//     needs=containers features run only with E2E_CONTAINERS=true.
 package e2e
 
 import (
@@ -23,13 +29,13 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
 	"sigs.k8s.io/e2e-framework/support/kind"
-	"sigs.k8s.io/e2e-framework/support/kwok"
+
+	"github.com/example/memcached-operator/internal/localcluster"
 )
 
 var (
@@ -38,10 +44,17 @@ var (
 	operator *hostOperator
 	// provider is the cluster provider in use: local, kind or existing.
 	provider string
-	// localCluster is the local cluster's name and kwokctl state folder
-	// (provider local only).
-	localCluster struct{ name, workdir string }
+	// localCluster is the local cluster (provider local only).
+	localCluster *localcluster.Cluster
+	// realNode says whether the cluster has a real node, whose pods run
+	// containers (provider local: unless E2E_REAL_NODE=0; kind: always).
+	realNode bool
 )
+
+// realNodeTaint keeps every pod but those of the needs=containers features
+// off the real node: the other features run on kwok's nodes, with images no
+// node could pull.
+const realNodeTaint = "memcached-operator.example.com/real-node"
 
 const operatorImage = "memcached-operator:e2e"
 
@@ -63,49 +76,33 @@ func TestMain(m *testing.M) {
 			provider = "existing"
 		}
 	}
-	if provider != "kind" && !hasLabel(cfg.SkipLabels(), "needs", "containers") {
-		// kwok pods run no containers: such features can only fail here.
+	if provider == "existing" && os.Getenv("E2E_CONTAINERS") != "true" && !hasLabel(cfg.SkipLabels(), "needs", "containers") {
+		// Pods of an unknown cluster may run no containers (kwok), nor have
+		// the real node's images: such features run only when asked for.
 		cfg.WithSkipLabels(mergeLabels(cfg.SkipLabels(), "needs", "containers"))
 	}
 	testenv = env.NewWithConfig(cfg)
 	clusterName := envconf.RandomName("memcached-e2e", 20)
+	if provider == "kind" {
+		realNode = true
+	}
 	crds := filepath.Join(repoRoot(), "manifests", "crd", "bases")
 
 	switch provider {
 	case "local":
-		bin := filepath.Join(repoRoot(), "bin", "k8s")
-		workdir, err := os.MkdirTemp("", "memcached-e2e-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		defer os.RemoveAll(workdir)
-		localCluster.name, localCluster.workdir = clusterName, workdir
-		// kwokctl reads its settings from the environment when the
-		// provider runs it.
-		for k, v := range map[string]string{
-			"KWOK_WORKDIR":                        workdir,
-			"KWOK_RUNTIME":                        "binary",
-			"KWOK_KUBE_VERSION":                   "v1.37.2",
-			"KWOK_KUBECTL_BINARY":                 filepath.Join(bin, "kubectl"),
-			"KWOK_ETCD_BINARY":                    filepath.Join(bin, "etcd"),
-			"KWOK_KUBE_APISERVER_BINARY":          filepath.Join(bin, "kube-apiserver"),
-			"KWOK_KUBE_CONTROLLER_MANAGER_BINARY": filepath.Join(bin, "kube-controller-manager"),
-			"KWOK_KUBE_SCHEDULER_BINARY":          filepath.Join(bin, "kube-scheduler"),
-			"KWOK_CONTROLLER_BINARY":              filepath.Join(bin, "kwok"),
-		} {
-			os.Setenv(k, v)
+		realNode = os.Getenv("E2E_REAL_NODE") != "0"
+		if !realNode {
+			fmt.Println("E2E_REAL_NODE=0: features labelled needs=containers are skipped")
+			cfg.WithSkipLabels(mergeLabels(cfg.SkipLabels(), "needs", "containers"))
 		}
 		testenv.Setup(
-			envfuncs.CreateClusterWithOpts(kwok.NewProvider().WithPath(filepath.Join(bin, "kwokctl")), clusterName,
-				kwok.WithWaitDuration(2*time.Minute)),
-			addNodes(filepath.Join(bin, "kwokctl"), clusterName, 2),
+			createLocalCluster(clusterName),
 			envfuncs.SetupCRDs(crds, "*"),
 			startHostOperator,
 		)
 		testenv.Finish(
 			stopHostOperator,
-			envfuncs.DestroyCluster(clusterName),
+			deleteLocalCluster,
 		)
 	case "kind":
 		testenv.Setup(
@@ -150,17 +147,29 @@ func mergeLabels(labels map[string][]string, key, value string) map[string][]str
 	return out
 }
 
-// addNodes adds fake nodes to the kwok cluster.
-func addNodes(kwokctl, cluster string, n int) env.Func {
+// createLocalCluster creates the local cluster (hack/cluster.sh): two kwok
+// nodes and, unless E2E_REAL_NODE=0, a real node tainted with realNodeTaint.
+func createLocalCluster(name string) env.Func {
 	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-		// Room for many pods: the default fake node allows 110.
-		out, err := exec.CommandContext(ctx, kwokctl, "scale", "node", "--replicas", fmt.Sprint(n), "--name", cluster,
-			"--param", ".allocatable.pods=5000", "--param", ".allocatable.cpu=1000", "--param", `.allocatable.memory="4Ti"`).CombinedOutput()
-		if err != nil {
-			return ctx, fmt.Errorf("adding nodes: %w: %s", err, out)
+		opts := localcluster.Options{FakeNodes: 2}
+		if realNode {
+			opts.RealNode, opts.RealNodeTaints = true, realNodeTaint+"=true:NoSchedule"
 		}
+		c, err := localcluster.Create(ctx, name, opts)
+		if err != nil {
+			return ctx, err
+		}
+		localCluster = c
+		cfg.WithKubeconfigFile(c.Kubeconfig)
 		return ctx, nil
 	}
+}
+
+func deleteLocalCluster(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+	if localCluster == nil {
+		return ctx, nil
+	}
+	return ctx, localCluster.Delete(ctx)
 }
 
 // buildAndLoadImage builds the operator image with Docker and loads it into kind.
@@ -174,7 +183,9 @@ func buildAndLoadImage(cluster string) env.Func {
 	}
 }
 
-// deployOperator installs manifests/default with the e2e image and waits for the manager.
+// deployOperator installs manifests/default with the e2e image (on the local
+// cluster: the one hack/images.sh built from the Dockerfile, placed on the
+// real node) and waits for the manager.
 func deployOperator(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 	bundle, err := kubectl(ctx, cfg, "", "kustomize", filepath.Join(repoRoot(), "manifests", "default"))
 	if err != nil {
@@ -183,6 +194,13 @@ func deployOperator(ctx context.Context, cfg *envconf.Config) (context.Context, 
 	bundle = strings.ReplaceAll(bundle, "image: memcached-operator:latest", "image: "+operatorImage)
 	if _, err := kubectl(ctx, cfg, bundle, "apply", "--server-side", "-f", "-"); err != nil {
 		return ctx, err
+	}
+	if provider == "local" {
+		// Only the real node runs containers, and it is tainted.
+		patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"nodeSelector":{%q:"true"},"tolerations":[{"key":%q,"operator":"Exists","effect":"NoSchedule"}]}}}}`, realNodeLabel, realNodeTaint)
+		if _, err := kubectl(ctx, cfg, "", "patch", "deployment", "-n", "memcached-operator-system", "memcached-operator-controller-manager", "-p", patch); err != nil {
+			return ctx, err
+		}
 	}
 	_, err = kubectl(ctx, cfg, "", "wait", "-n", "memcached-operator-system", "--for=condition=Available",
 		"--timeout=3m", "deployment/memcached-operator-controller-manager")

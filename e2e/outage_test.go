@@ -57,7 +57,7 @@ func TestAPIServerOutage(t *testing.T) {
 				g.Expect(c.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2,"threads":3}}`)))).To(Succeed())
 			}
 
-			pidFile := filepath.Join(localCluster.workdir, "clusters", localCluster.name, "pids", "kube-apiserver.pid")
+			pidFile := filepath.Join(localCluster.KwokWorkdir(), "clusters", localCluster.Name, "pids", "kube-apiserver.pid")
 			raw, err := os.ReadFile(pidFile)
 			g.Expect(err).NotTo(HaveOccurred())
 			pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
@@ -74,7 +74,9 @@ func TestAPIServerOutage(t *testing.T) {
 			g.Expect(syscall.Kill(operator.cmd.Process.Pid, 0)).To(Succeed(), "the operator is alive")
 
 			// kwokctl starts the components that are not running.
-			out, err := exec.CommandContext(ctx, filepath.Join(repoRoot(), "bin", "k8s", "kwokctl"), "start", "cluster", "--name", localCluster.name).CombinedOutput()
+			start := exec.CommandContext(ctx, filepath.Join(repoRoot(), "bin", "k8s", "kwokctl"), "start", "cluster", "--name", localCluster.Name)
+			start.Env = append(os.Environ(), "KWOK_WORKDIR="+localCluster.KwokWorkdir())
+			out, err := start.CombinedOutput()
 			g.Expect(err).NotTo(HaveOccurred(), string(out))
 
 			for i := range caches {

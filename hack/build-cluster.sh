@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Builds the local control plane (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl, kwok, kwokctl) from the Go modules pinned in hack/tools/
+# Builds the local cluster's programs from the Go modules pinned in hack/tools/
 # into BIN_DIR (default bin/k8s). A binary is rebuilt only when its tools module
 # (go.mod/go.sum) or its build flags changed since it was built.
+#
+#   hack/build-cluster.sh [control-plane]   etcd, kube-apiserver, kube-controller-manager,
+#                                           kube-scheduler, kubectl, kwok, kwokctl
+#   hack/build-cluster.sh node              the real node's kubelet and kube-proxy
+#                                           (v1.34) and CoreDNS
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN_DIR="${BIN_DIR:-${ROOT}/bin/k8s}"
 KUBE_VERSION="v1.37.2"
 KWOK_VERSION="v0.8.0"
+NODE_VERSION="v1.34.4"
 mkdir -p "${BIN_DIR}"
 
 kube_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean"
@@ -31,10 +36,25 @@ build() {
   echo "built ${name} in $((SECONDS - start))s"
 }
 
-build etcd etcd go.etcd.io/etcd/server/v3 "-s -w"
-build kwokctl kwok sigs.k8s.io/kwok/cmd/kwokctl "${kwok_ldflags}"
-build kwok kwok sigs.k8s.io/kwok/cmd/kwok "${kwok_ldflags}"
-build kubectl kubernetes k8s.io/kubernetes/cmd/kubectl "${kube_ldflags}"
-build kube-scheduler kubernetes k8s.io/kubernetes/cmd/kube-scheduler "${kube_ldflags}"
-build kube-controller-manager kubernetes k8s.io/kubernetes/cmd/kube-controller-manager "${kube_ldflags}"
-build kube-apiserver kubernetes k8s.io/kubernetes/cmd/kube-apiserver "${kube_ldflags}"
+control_plane() {
+  build etcd etcd go.etcd.io/etcd/server/v3 "-s -w"
+  build kwokctl kwok sigs.k8s.io/kwok/cmd/kwokctl "${kwok_ldflags}"
+  build kwok kwok sigs.k8s.io/kwok/cmd/kwok "${kwok_ldflags}"
+  build kubectl kubernetes k8s.io/kubernetes/cmd/kubectl "${kube_ldflags}"
+  build kube-scheduler kubernetes k8s.io/kubernetes/cmd/kube-scheduler "${kube_ldflags}"
+  build kube-controller-manager kubernetes k8s.io/kubernetes/cmd/kube-controller-manager "${kube_ldflags}"
+  build kube-apiserver kubernetes k8s.io/kubernetes/cmd/kube-apiserver "${kube_ldflags}"
+}
+
+node() {
+  local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${NODE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34 -X k8s.io/component-base/version.gitTreeState=clean"
+  build kubelet node k8s.io/kubernetes/cmd/kubelet "${ldflags}"
+  build kube-proxy node k8s.io/kubernetes/cmd/kube-proxy "${ldflags}"
+  build coredns coredns github.com/coredns/coredns "-s -w"
+}
+
+case "${1:-control-plane}" in
+  control-plane) control_plane ;;
+  node) node ;;
+  *) sed -n '2,12p' "$0" >&2; exit 2 ;;
+esac

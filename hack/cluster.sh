@@ -15,14 +15,23 @@
 #   STATE_DIR      where state and kubeconfigs live (default .local)
 #   AUDIT_USER     when set at creation, the apiserver writes an audit log of that
 #                  user's requests to "$(hack/cluster.sh audit-log)"
-#   NODES          number of fake nodes (default 2)
+#   NODES          number of fake nodes (default 2, or 0 with REAL_NODE=1)
+#   REAL_NODE      1: add a real node (hack/node.sh: kubelet, containerd, kube-proxy,
+#                  CoreDNS) whose pods run real containers; needs root, and
+#                  'make node-binaries images' first. One per machine.
+#   REAL_NODE_TAINTS  taints of the real node (default none)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN_DIR="${BIN_DIR:-${ROOT}/bin/k8s}"
 STATE_DIR="${STATE_DIR:-${ROOT}/.local}"
 CLUSTER_NAME="${CLUSTER_NAME:-memcached-operator}"
-NODES="${NODES:-2}"
+REAL_NODE="${REAL_NODE:-0}"
+if [[ "${REAL_NODE}" == 1 ]]; then NODES="${NODES:-0}"; else NODES="${NODES:-2}"; fi
+# The in-cluster address of the apiserver: the first of this range, which its
+# serving certificate names so that pods using the kubernetes Service trust it.
+SERVICE_CIDR=10.96.0.0/16
+KUBERNETES_SERVICE_IP=10.96.0.1
 KUBECONFIG_PATH="${STATE_DIR}/${CLUSTER_NAME}.kubeconfig"
 
 export KWOK_WORKDIR="${STATE_DIR}/kwok"
@@ -53,7 +62,23 @@ up() {
     # A cluster left from an earlier boot has its state but not its processes.
     "${kwokctl}" start cluster --name "${CLUSTER_NAME}" --wait 60s >/dev/null 2>&1 || true
   else
-    local args=()
+    local args=() pki="${KWOK_WORKDIR}/clusters/${CLUSTER_NAME}/pki"
+    local config="${STATE_DIR}/${CLUSTER_NAME}-kwokctl.yaml"
+    cat > "${config}" <<CONFIG
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+options:
+  kubeApiserverCertSANs: ["${KUBERNETES_SERVICE_IP}"]
+CONFIG
+    args+=(--config "${config}"
+      --extra-args "kube-apiserver=service-cluster-ip-range=${SERVICE_CIDR}"
+      # logs and exec reach a real node's kubelet at its address, as the admin.
+      --extra-args "kube-apiserver=kubelet-preferred-address-types=InternalIP,Hostname"
+      --extra-args "kube-apiserver=kubelet-client-certificate=${pki}/admin.crt"
+      --extra-args "kube-apiserver=kubelet-client-key=${pki}/admin.key"
+      # kwok fakes only its own nodes, never a real one.
+      --extra-args "kwok-controller=manage-all-nodes=false"
+      --extra-args "kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake")
     if [[ -n "${AUDIT_USER:-}" ]]; then
       local policy="${STATE_DIR}/${CLUSTER_NAME}-audit-policy.yaml"
       cat > "${policy}" <<POLICY
@@ -82,20 +107,29 @@ POLICY
       --kube-authorization \
       --disable-qps-limits \
       --wait 120s "${args[@]}"
-    # Room for thousands of pods: the default fake node allows 110.
-    "${kwokctl}" scale node --replicas "${NODES}" --name "${CLUSTER_NAME}" \
-      --param ".allocatable.pods=5000" --param ".allocatable.cpu=1000" --param ".allocatable.memory=\"4Ti\""
+    if ((NODES > 0)); then
+      # Room for thousands of pods: the default fake node allows 110.
+      "${kwokctl}" scale node --replicas "${NODES}" --name "${CLUSTER_NAME}" \
+        --param ".allocatable.pods=5000" --param ".allocatable.cpu=1000" --param ".allocatable.memory=\"4Ti\""
+    fi
     flock -u 9
   fi
   "${kwokctl}" get kubeconfig --name "${CLUSTER_NAME}" > "${KUBECONFIG_PATH}"
+  if [[ "${REAL_NODE}" == 1 ]]; then
+    KUBECONFIG="${KUBECONFIG_PATH}" NODE_DIR="${STATE_DIR}/${CLUSTER_NAME}-real-node" \
+      NODE_TAINTS="${REAL_NODE_TAINTS:-}" "${ROOT}/hack/node.sh" up
+  fi
   echo "cluster ${CLUSTER_NAME} is up; kubeconfig: ${KUBECONFIG_PATH}"
 }
 
 down() {
+  if [[ -d "${STATE_DIR}/${CLUSTER_NAME}-real-node" ]]; then
+    KUBECONFIG="${KUBECONFIG_PATH}" NODE_DIR="${STATE_DIR}/${CLUSTER_NAME}-real-node" "${ROOT}/hack/node.sh" down
+  fi
   if [[ -x "${kwokctl}" ]] && exists; then
     "${kwokctl}" delete cluster --name "${CLUSTER_NAME}"
   fi
-  rm -f "${KUBECONFIG_PATH}" "${STATE_DIR}/${CLUSTER_NAME}-audit-policy.yaml"
+  rm -f "${KUBECONFIG_PATH}" "${STATE_DIR}/${CLUSTER_NAME}-audit-policy.yaml" "${STATE_DIR}/${CLUSTER_NAME}-kwokctl.yaml"
   echo "cluster ${CLUSTER_NAME} is down"
 }
 
@@ -133,5 +167,5 @@ case "${1:-}" in
   kubeconfig) echo "${KUBECONFIG_PATH}" ;;
   audit-log) echo "${KWOK_WORKDIR}/clusters/${CLUSTER_NAME}/logs/audit.log" ;;
   sa-kubeconfig) sa_kubeconfig "${2:?namespace}" "${3:?serviceaccount}" ;;
-  *) sed -n '2,20p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,24p' "$0" >&2; exit 2 ;;
 esac

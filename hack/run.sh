@@ -11,6 +11,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 KUBECTL="${ROOT}/bin/k8s/kubectl"
 CLUSTER_NAME="${CLUSTER_NAME:-memcached-operator}"
 
+KUBECONFIG_WAS_SET="${KUBECONFIG:-}"
 if [[ -n "${KUBECONFIG:-}" ]]; then
   echo "Using the cluster of KUBECONFIG=${KUBECONFIG}"
   kubeconfig="${KUBECONFIG}"
@@ -24,11 +25,17 @@ echo "Installing the Memcached CRD"
 "${KUBECTL}" apply --server-side --field-manager=memcached-operator-install -f "${ROOT}/manifests/crd/bases"
 "${KUBECTL}" wait --for=condition=Established --timeout=60s crd/memcacheds.cache.example.com
 
+flags=()
+if [[ -z "${KUBECONFIG_WAS_SET:-}" && "${REAL_NODE:-0}" == 1 ]]; then
+  # The real node pulls nothing: memcached runs from the image hack/images.sh made.
+  flags+=(--memcached-image=localhost/memcached:1.6.18)
+fi
+
 echo "Starting the operator (bin/manager)"
 "${ROOT}/bin/manager" \
   --metrics-bind-address="${METRICS_ADDR:-127.0.0.1:8080}" --metrics-secure=false \
   --health-probe-bind-address="${PROBE_ADDR:-127.0.0.1:8081}" \
-  "$@" &
+  "${flags[@]}" "$@" &
 manager=$!
 
 stop() {

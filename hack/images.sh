@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# Builds the images the real node runs, without any registry, and saves each
+# as a tar file in IMAGE_DIR (default bin/images) for hack/node.sh to import
+# into the node's containerd. An image is rebuilt only when its inputs
+# changed; when every image is current, no Docker engine is needed at all.
+#
+#   localhost/pause:3.10          the pod sandbox: build/pause/linux/pause.c of the
+#                                 k8s.io/kubernetes module, compiled static
+#   localhost/memcached:1.6.18    Debian's memcached package: the binary, the
+#                                 libraries it links, a passwd entry for uid 1001;
+#                                 also tagged localhost/memcached:1.6
+#   localhost/busybox:1.35        Debian's busybox-static, for client pods
+#   memcached-operator:e2e        the project's Dockerfile, unchanged, built on
+#                                 local stand-ins for its two base images (below)
+#
+# The Dockerfile's bases cannot be pulled here, so two stand-ins are imported
+# under the names it uses, and only when no image of that name exists (a real
+# one is never replaced): golang:1.26 (this machine's Go toolchain, a busybox
+# shell, CA certificates) and gcr.io/distroless/static:nonroot (user and group
+# nonroot 65532, CA certificates, tzdata, /tmp). They carry the label
+# memcached-operator.stand-in=true. Users who build the image elsewhere get
+# the real bases.
+#
+# The Docker engine in use is the one `docker info` reaches; when there is
+# none and this runs as root, a dockerd is started for the build (without
+# bridge or iptables rules of its own) and stopped afterwards.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+IMAGE_DIR="${IMAGE_DIR:-${ROOT}/bin/images}"
+STATE_DIR="${STATE_DIR:-${ROOT}/.local}"
+NODE_TOOLS="${ROOT}/hack/tools/node"
+STANDIN_LABEL="memcached-operator.stand-in=true"
+export DOCKER_BUILDKIT=0
+
+mkdir -p "${IMAGE_DIR}"
+work="$(mktemp -d)"
+started_dockerd=""
+cleanup() {
+  rm -rf "${work}"
+  if [[ -n "${started_dockerd}" ]]; then
+    kill "${started_dockerd}" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "${started_dockerd}" 2>/dev/null || break; sleep 0.2; done
+  fi
+}
+trap cleanup EXIT
+
+docker_ready() {
+  [[ -n "${started_dockerd}" ]] && return 0
+  if docker info >/dev/null 2>&1; then return 0; fi
+  if [[ "$(id -u)" != 0 ]] || ! command -v dockerd >/dev/null; then
+    echo "no Docker engine answers and none can be started (needs root and Debian's docker.io)" >&2
+    exit 1
+  fi
+  mkdir -p "${STATE_DIR}"
+  echo "starting dockerd for the build (log: ${STATE_DIR}/dockerd.log)"
+  dockerd --iptables=false --ip-forward=false --bridge=none >"${STATE_DIR}/dockerd.log" 2>&1 &
+  started_dockerd=$!
+  for _ in $(seq 100); do
+    docker info >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  echo "dockerd did not start; see ${STATE_DIR}/dockerd.log" >&2
+  exit 1
+}
+
+# current NAME HASH: the saved tar of NAME was made from inputs hashing to HASH.
+current() {
+  local file="${IMAGE_DIR}/$(tr '/:' '__' <<<"$1")"
+  [[ -f "${file}.tar" && -f "${file}.stamp" && "$(cat "${file}.stamp")" == "$2" ]]
+}
+
+# save NAME HASH [TAG...]: write NAME's tar (with its other tags) and its stamp.
+save() {
+  local file="${IMAGE_DIR}/$(tr '/:' '__' <<<"$1")"
+  docker save "$1" "${@:3}" -o "${file}.tar.tmp"
+  mv "${file}.tar.tmp" "${file}.tar"
+  echo "$2" > "${file}.stamp"
+  echo "image ${1} ready"
+}
+
+# import_rootfs NAME DIR CHANGES...: a one-layer image of DIR.
+import_rootfs() {
+  local name="$1" dir="$2"
+  shift 2
+  local changes=()
+  for c in "$@"; do changes+=(--change "${c}"); done
+  tar -C "${dir}" --numeric-owner -c . | docker import "${changes[@]}" - "${name}" >/dev/null
+}
+
+hash_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
+
+passwd_files() { # DIR USER UID
+  mkdir -p "$1/etc"
+  printf 'root:x:0:0:root:/root:/sbin/nologin\n%s:x:%s:%s:%s:/home/%s:/sbin/nologin\n' "$2" "$3" "$3" "$2" "$2" > "$1/etc/passwd"
+  printf 'root:x:0:\n%s:x:%s:\n' "$2" "$3" > "$1/etc/group"
+}
+
+need_host_file() {
+  if [[ ! -e "$1" ]]; then
+    echo "$1 is missing: install Debian's $2 package (apt-get install $2)" >&2
+    exit 1
+  fi
+}
+
+pause() {
+  local name=localhost/pause:3.10 src
+  src="$(cd "${NODE_TOOLS}" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c"
+  local h
+  h="$(hash_of "${src}" <(gcc --version))"
+  current "${name}" "${h}" && { echo "up to date: ${name}"; return; }
+  docker_ready
+  mkdir -p "${work}/pause"
+  gcc -Os -static -DVERSION=v3.10-local -o "${work}/pause/pause" "${src}"
+  strip "${work}/pause/pause"
+  import_rootfs "${name}" "${work}/pause" 'ENTRYPOINT ["/pause"]' 'USER 65535:65535'
+  save "${name}" "${h}"
+}
+
+memcached() {
+  local name=localhost/memcached:1.6.18 bin=/usr/bin/memcached
+  need_host_file "${bin}" memcached
+  local libs h
+  libs="$(ldd "${bin}" | awk '/=>/ {print $3} /ld-linux/ {print $1}' | sort -u)"
+  # shellcheck disable=SC2086
+  h="$(hash_of "${bin}" ${libs} <(echo "${name} localhost/memcached:1.6"))"
+  current "${name}" "${h}" && { echo "up to date: ${name}"; return; }
+  docker_ready
+  local dir="${work}/memcached"
+  mkdir -p "${dir}/usr/bin" "${dir}/tmp"
+  cp "${bin}" "${dir}/usr/bin/memcached"
+  for l in ${libs}; do
+    mkdir -p "${dir}$(dirname "${l}")"
+    cp -L "${l}" "${dir}${l}"
+  done
+  chmod 1777 "${dir}/tmp"
+  passwd_files "${dir}" memcache 1001
+  import_rootfs "${name}" "${dir}" 'ENTRYPOINT ["/usr/bin/memcached"]' 'USER 1001:1001' 'ENV PATH=/usr/bin:/bin'
+  # A second name of the same image, as registries tag a minor release: an
+  # image change without a second build.
+  docker tag "${name}" localhost/memcached:1.6
+  save "${name}" "${h}" localhost/memcached:1.6
+}
+
+busybox() {
+  local name=localhost/busybox:1.35 bin=/bin/busybox
+  need_host_file "${bin}" busybox-static
+  local h
+  h="$(hash_of "${bin}")"
+  current "${name}" "${h}" && { echo "up to date: ${name}"; return; }
+  docker_ready
+  local dir="${work}/busybox"
+  mkdir -p "${dir}/bin" "${dir}/tmp"
+  cp "${bin}" "${dir}/bin/busybox"
+  for app in $("${bin}" --list); do
+    [[ "${app}" == busybox ]] || ln -sf busybox "${dir}/bin/${app}"
+  done
+  chmod 1777 "${dir}/tmp"
+  passwd_files "${dir}" nobody 65534
+  import_rootfs "${name}" "${dir}" 'ENTRYPOINT ["/bin/sh"]' 'ENV PATH=/bin'
+  save "${name}" "${h}"
+}
+
+# standin NAME BUILD_FUNCTION: import a stand-in unless an image NAME exists
+# that is not one of ours.
+standin() {
+  local name="$1"
+  if docker image inspect "${name}" >/dev/null 2>&1; then
+    if [[ "$(docker image inspect -f '{{index .Config.Labels "memcached-operator.stand-in"}}' "${name}")" != true ]]; then
+      echo "using the existing ${name}"
+      return
+    fi
+  fi
+  echo "importing a local stand-in for ${name}"
+  "$2" "${name}"
+}
+
+golang_standin() {
+  local dir="${work}/golang" goroot
+  goroot="$(go env GOROOT)"
+  mkdir -p "${dir}/bin" "${dir}/usr/local" "${dir}/etc/ssl/certs" "${dir}/tmp" "${dir}/go"
+  cp /bin/busybox "${dir}/bin/busybox"
+  for app in $(/bin/busybox --list); do
+    [[ "${app}" == busybox ]] || ln -sf busybox "${dir}/bin/${app}"
+  done
+  cp -a "${goroot}" "${dir}/usr/local/go"
+  cp -L /etc/ssl/certs/ca-certificates.crt "${dir}/etc/ssl/certs/"
+  chmod 1777 "${dir}/tmp"
+  passwd_files "${dir}" nobody 65534
+  import_rootfs "$1" "${dir}" 'ENV PATH=/go/bin:/usr/local/go/bin:/bin' 'ENV GOPATH=/go' \
+    "LABEL ${STANDIN_LABEL}" 'WORKDIR /go'
+}
+
+distroless_standin() {
+  local dir="${work}/distroless"
+  mkdir -p "${dir}/etc/ssl/certs" "${dir}/usr/share" "${dir}/tmp" "${dir}/home/nonroot"
+  cp -L /etc/ssl/certs/ca-certificates.crt "${dir}/etc/ssl/certs/"
+  cp -a /usr/share/zoneinfo "${dir}/usr/share/zoneinfo"
+  chmod 1777 "${dir}/tmp"
+  printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' > "${dir}/etc/passwd"
+  printf 'root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n' > "${dir}/etc/group"
+  chown 65532:65532 "${dir}/home/nonroot"
+  import_rootfs "$1" "${dir}" 'USER 65532:65532' 'WORKDIR /home/nonroot' "LABEL ${STANDIN_LABEL}"
+}
+
+operator() {
+  local name=memcached-operator:e2e h
+  # The inputs of the Dockerfile: what it copies, and the Go toolchain the
+  # stand-in builder carries.
+  h="$(cd "${ROOT}" && hash_of Dockerfile go.mod go.sum $(git ls-files -co --exclude-standard api applyconfig cmd pkg | sort) <(go version))"
+  current "${name}" "${h}" && { echo "up to date: ${name}"; return; }
+  docker_ready
+  standin golang:1.26 golang_standin
+  standin gcr.io/distroless/static:nonroot distroless_standin
+  echo "building ${name} from the Dockerfile"
+  local start=${SECONDS}
+  docker build --pull=false --network host -t "${name}" "${ROOT}"
+  echo "built ${name} in $((SECONDS - start))s"
+  save "${name}" "${h}"
+}
+
+pause
+memcached
+busybox
+operator
