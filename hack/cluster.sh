@@ -64,21 +64,29 @@ up() {
   else
     local args=() pki="${KWOK_WORKDIR}/clusters/${CLUSTER_NAME}/pki"
     local config="${STATE_DIR}/${CLUSTER_NAME}-kwokctl.yaml"
+    # Settings for a real node (hack/node.sh), harmless without one. In the
+    # configuration file: kwokctl v0.8.0's --extra-args mixes up components
+    # when given several flags of one component and then another.
     cat > "${config}" <<CONFIG
 apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokctlConfiguration
 options:
   kubeApiserverCertSANs: ["${KUBERNETES_SERVICE_IP}"]
+componentsPatches:
+- name: kube-apiserver
+  extraArgs:
+  - {key: service-cluster-ip-range, value: "${SERVICE_CIDR}"}
+  # logs and exec reach a real node's kubelet at its address, as the admin.
+  - {key: kubelet-preferred-address-types, value: "InternalIP,Hostname"}
+  - {key: kubelet-client-certificate, value: "${pki}/admin.crt"}
+  - {key: kubelet-client-key, value: "${pki}/admin.key"}
+# kwok fakes only its own nodes, never a real one.
+- name: kwok-controller
+  extraArgs:
+  - {key: manage-all-nodes, value: "false"}
+  - {key: manage-nodes-with-annotation-selector, value: "kwok.x-k8s.io/node=fake"}
 CONFIG
-    args+=(--config "${config}"
-      --extra-args "kube-apiserver=service-cluster-ip-range=${SERVICE_CIDR}"
-      # logs and exec reach a real node's kubelet at its address, as the admin.
-      --extra-args "kube-apiserver=kubelet-preferred-address-types=InternalIP,Hostname"
-      --extra-args "kube-apiserver=kubelet-client-certificate=${pki}/admin.crt"
-      --extra-args "kube-apiserver=kubelet-client-key=${pki}/admin.key"
-      # kwok fakes only its own nodes, never a real one.
-      --extra-args "kwok-controller=manage-all-nodes=false"
-      --extra-args "kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake")
+    args+=(--config "${config}")
     if [[ -n "${AUDIT_USER:-}" ]]; then
       local policy="${STATE_DIR}/${CLUSTER_NAME}-audit-policy.yaml"
       cat > "${policy}" <<POLICY

@@ -22,7 +22,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN_DIR="${BIN_DIR:-${ROOT}/bin/k8s}"
 IMAGE_DIR="${IMAGE_DIR:-${ROOT}/bin/images}"
-NODE_DIR="${NODE_DIR:-${ROOT}/.local/real-node}"
+NODE_DIR="$(realpath -m "${NODE_DIR:-${ROOT}/.local/real-node}")"
 NODE_NAME="${NODE_NAME:-real-node}"
 NODE_TAINTS="${NODE_TAINTS:-}"
 CNI_BIN_DIR=/usr/lib/cni
@@ -144,6 +144,7 @@ EOF
   cat > "${NODE_DIR}/cni/net.d/10-memcached-operator.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
+  "_comment": "firewall: lets pod traffic through FORWARD whatever its policy (Docker sets DROP)",
   "name": "memcached-operator-real-node",
   "plugins": [
     {
@@ -160,6 +161,7 @@ EOF
       }
     },
     {"type": "portmap", "capabilities": {"portMappings": true}},
+    {"type": "firewall", "backend": "iptables"},
     {"type": "loopback"}
   ]
 }
@@ -217,6 +219,8 @@ EOF
         pods insecure
         fallthrough in-addr.arpa ip6.arpa
     }
+    # Other names: the machine's resolver, as a cluster's DNS forwards upstream.
+    forward . /etc/resolv.conf
     cache 5
 }
 EOF
@@ -234,8 +238,14 @@ up() {
   one_per_machine
   mkdir -p "${NODE_DIR}"
   ca="${NODE_DIR}/ca.crt"
-  "${kubectl[@]}" config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d > "${ca}"
-  [[ -s "${ca}" ]] || die "the kubeconfig has no certificate-authority-data"
+  local ca_file
+  ca_file="$("${kubectl[@]}" config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')"
+  if [[ -n "${ca_file}" ]]; then
+    cp "${ca_file}" "${ca}"
+  else
+    "${kubectl[@]}" config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d > "${ca}"
+  fi
+  [[ -s "${ca}" ]] || die "the kubeconfig names no certificate authority"
   write_configs "${ip}" "${ca}"
   sysctl -qw net.ipv4.ip_forward=1 || true
   sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || true
@@ -278,7 +288,9 @@ down() {
   # Let the kubelet tear its pods down (containers, sandboxes, CNI), so
   # nothing is left behind in containerd or the network.
   if ((${#kubectl[@]} > 1)) && running kubelet && "${kubectl[@]}" get node "${NODE_NAME}" >/dev/null 2>&1; then
-    log "deleting its pods"
+    log "draining: cordon, then delete its pods"
+    # Cordoned first, or their controllers' replacements land here again.
+    "${kubectl[@]}" cordon "${NODE_NAME}" >/dev/null 2>&1 || true
     "${kubectl[@]}" delete pods --all-namespaces --field-selector "spec.nodeName=${NODE_NAME}" \
       --grace-period=1 --wait=false >/dev/null 2>&1 || true
     for _ in $(seq 150); do
@@ -326,16 +338,15 @@ down() {
 remove_chains() {
   local table chain
   for table in filter nat mangle; do
-    iptables -t "${table}" -S 2>/dev/null | grep -E -- '-j (KUBE|CNI)-' | sed 's/^-A /-D /' | while read -r rule; do
-      # shellcheck disable=SC2086
-      iptables -t "${table}" ${rule} 2>/dev/null || true
-    done
-    for chain in $(iptables -t "${table}" -S 2>/dev/null | awk '/^-N (KUBE|CNI)-/ {print $2}'); do
-      iptables -t "${table}" -F "${chain}" 2>/dev/null || true
-    done
-    for chain in $(iptables -t "${table}" -S 2>/dev/null | awk '/^-N (KUBE|CNI)-/ {print $2}'); do
-      iptables -t "${table}" -X "${chain}" 2>/dev/null || true
-    done
+    local rules chains
+    rules="$(iptables -t "${table}" -S 2>/dev/null | grep -E -- '-j (KUBE|CNI)-' || true)"
+    while read -r rule; do
+      # iptables -S quotes arguments with spaces (comments): eval reads them back.
+      [[ -n "${rule}" ]] && { eval "iptables -t ${table} ${rule/#-A /-D }" 2>/dev/null || true; }
+    done <<<"${rules}"
+    chains="$(iptables -t "${table}" -S 2>/dev/null | awk '/^-N (KUBE|CNI)-/ {print $2}' || true)"
+    for chain in ${chains}; do iptables -t "${table}" -F "${chain}" 2>/dev/null || true; done
+    for chain in ${chains}; do iptables -t "${table}" -X "${chain}" 2>/dev/null || true; done
   done
 }
 
