@@ -187,24 +187,48 @@ func buildAndLoadImage(cluster string) env.Func {
 // cluster: the one hack/images.sh built from the Dockerfile, placed on the
 // real node) and waits for the manager.
 func deployOperator(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-	bundle, err := kubectl(ctx, cfg, "", "kustomize", filepath.Join(repoRoot(), "manifests", "default"))
+	// An overlay of manifests/default: the image, and on the local cluster
+	// the real node (the only one that runs containers, and tainted).
+	overlay, err := os.MkdirTemp("", "memcached-e2e-deploy-")
 	if err != nil {
 		return ctx, err
 	}
-	bundle = strings.ReplaceAll(bundle, "image: memcached-operator:latest", "image: "+operatorImage)
+	defer os.RemoveAll(overlay)
+	base, err := filepath.Rel(overlay, filepath.Join(repoRoot(), "manifests", "default")) // kustomize takes no absolute path
+	if err != nil {
+		return ctx, err
+	}
+	kustomization := fmt.Sprintf(`resources:
+- %s
+images:
+- name: memcached-operator
+  newName: %s
+  newTag: %s
+`, base, strings.Split(operatorImage, ":")[0], strings.Split(operatorImage, ":")[1])
+	if provider == "local" {
+		kustomization += fmt.Sprintf(`patches:
+- target: {kind: Deployment, name: memcached-operator-controller-manager}
+  patch: |
+    {"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"memcached-operator-controller-manager","namespace":"memcached-operator-system"},
+     "spec":{"template":{"spec":{"nodeSelector":{%q:"true"},"tolerations":[{"key":%q,"operator":"Exists","effect":"NoSchedule"}]}}}}
+`, realNodeLabel, realNodeTaint)
+	}
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		return ctx, err
+	}
+	bundle, err := kubectl(ctx, cfg, "", "kustomize", overlay)
+	if err != nil {
+		return ctx, err
+	}
 	if _, err := kubectl(ctx, cfg, bundle, "apply", "--server-side", "-f", "-"); err != nil {
 		return ctx, err
 	}
-	if provider == "local" {
-		// Only the real node runs containers, and it is tainted.
-		patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"nodeSelector":{%q:"true"},"tolerations":[{"key":%q,"operator":"Exists","effect":"NoSchedule"}]}}}}`, realNodeLabel, realNodeTaint)
-		if _, err := kubectl(ctx, cfg, "", "patch", "deployment", "-n", "memcached-operator-system", "memcached-operator-controller-manager", "-p", patch); err != nil {
-			return ctx, err
-		}
+	if out, err := kubectl(ctx, cfg, "", "rollout", "status", "-n", "memcached-operator-system",
+		"--timeout=3m", "deployment/memcached-operator-controller-manager"); err != nil {
+		pods, _ := kubectl(ctx, cfg, "", "get", "pods", "-n", "memcached-operator-system", "-o", "wide")
+		return ctx, fmt.Errorf("%w\n%s\n%s", err, out, pods)
 	}
-	_, err = kubectl(ctx, cfg, "", "wait", "-n", "memcached-operator-system", "--for=condition=Available",
-		"--timeout=3m", "deployment/memcached-operator-controller-manager")
-	return ctx, err
+	return ctx, nil
 }
 
 // kubectl runs kubectl (bin/k8s/kubectl, else the one on PATH) on the test cluster.

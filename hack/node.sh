@@ -15,6 +15,9 @@
 #   NODE_NAME      the Node's name (default real-node)
 #   NODE_TAINTS    taints it registers with, comma-separated key=value:Effect
 #
+# containerd's socket is /run/memcached-operator-real-node/containerd.sock
+# (ctr --address ... --namespace k8s.io reaches the pods' containers).
+#
 # One real node per machine: its bridge, ports, DNS address and iptables chains
 # are the machine's. Needs root.
 set -euo pipefail
@@ -32,14 +35,25 @@ CLUSTER_DOMAIN=cluster.local
 PAUSE_IMAGE=localhost/pause:3.10
 KUBELET_PORT=10250
 KUBELET_HEALTHZ_PORT=10248
-# Names the node running on this machine; see `one_per_machine`.
-LOCK=/run/memcached-operator-real-node
+# The machine's one real node: its owner file (see one_per_machine), and what
+# holds unix sockets (containerd's socket and state, the kubelet's root), at
+# paths short enough for a socket whatever NODE_DIR is.
+RUN_DIR=/run/memcached-operator-real-node
+LOCK="${RUN_DIR}/owner"
 kubectl=("${BIN_DIR}/kubectl")
-sock="${NODE_DIR}/containerd/containerd.sock"
+sock="${RUN_DIR}/containerd.sock"
 ctr=(ctr --address "${sock}" --namespace k8s.io)
 
 log() { echo "real node: $*"; }
 die() { echo "real node: $*" >&2; exit 1; }
+
+# fail COMPONENT MESSAGE: die, showing the end of the component's log (the
+# state folder may be removed by whoever cleans up after the failure).
+fail() {
+  echo "real node: $2; the end of ${NODE_DIR}/logs/$1.log:" >&2
+  tail -n 30 "${NODE_DIR}/logs/$1.log" >&2 2>/dev/null || true
+  exit 1
+}
 
 node_ip() {
   # The address of the default route's interface: pods reach the host, its
@@ -99,7 +113,8 @@ wait_for() {
     "$@" >/dev/null 2>&1 && return 0
     sleep 0.2
   done
-  die "${what} not ready after ${seconds}s; logs in ${NODE_DIR}/logs"
+  echo "real node: ${what} not ready after ${seconds}s" >&2
+  return 1
 }
 
 one_per_machine() {
@@ -110,6 +125,7 @@ one_per_machine() {
       die "a real node already runs on this machine (state in ${other}); stop it first ('make cluster-down' for the cluster it belongs to, or NODE_DIR=${other} hack/node.sh down)"
     fi
   fi
+  mkdir -p "${RUN_DIR}"
   echo "${NODE_DIR}" > "${LOCK}"
 }
 
@@ -119,7 +135,7 @@ write_configs() {
   cat > "${NODE_DIR}/containerd/config.toml" <<EOF
 version = 2
 root = "${NODE_DIR}/containerd/root"
-state = "${NODE_DIR}/containerd/state"
+state = "${RUN_DIR}/containerd-state"
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
 [grpc]
   address = "${sock}"
@@ -252,7 +268,7 @@ up() {
 
   log "starting containerd"
   start containerd containerd --config "${NODE_DIR}/containerd/config.toml"
-  wait_for 30 containerd "${ctr[@]}" version
+  wait_for 30 containerd "${ctr[@]}" version || fail containerd "containerd did not start"
   for tar in "${IMAGE_DIR}"/*.tar; do
     "${ctr[@]}" images import "${tar}" >/dev/null || die "importing ${tar}"
   done
@@ -263,17 +279,17 @@ up() {
   [[ -n "${NODE_TAINTS}" ]] && taints=(--register-with-taints "${NODE_TAINTS}")
   start kubelet "${BIN_DIR}/kubelet" --config "${NODE_DIR}/kubelet/config.yaml" \
     --kubeconfig "${KUBECONFIG}" --hostname-override "${NODE_NAME}" --node-ip "${ip}" \
-    --root-dir "${NODE_DIR}/kubelet/root" --cert-dir "${NODE_DIR}/kubelet/pki" \
+    --root-dir "${RUN_DIR}/kubelet" --cert-dir "${NODE_DIR}/kubelet/pki" \
     --node-labels memcached-operator.example.com/real-node=true "${taints[@]}"
   log "starting kube-proxy"
   start kube-proxy "${BIN_DIR}/kube-proxy" --config "${NODE_DIR}/kube-proxy.yaml"
   log "starting CoreDNS on ${ip}:53"
   start coredns "${BIN_DIR}/coredns" -conf "${NODE_DIR}/coredns/Corefile"
 
-  "${kubectl[@]}" wait --for=create "node/${NODE_NAME}" --timeout=60s >/dev/null || die "the kubelet did not register; see ${NODE_DIR}/logs/kubelet.log"
-  "${kubectl[@]}" wait --for=condition=Ready "node/${NODE_NAME}" --timeout=90s >/dev/null || die "${NODE_NAME} not Ready; see ${NODE_DIR}/logs/kubelet.log"
-  wait_for 30 "CoreDNS" busybox nslookup "kubernetes.default.svc.${CLUSTER_DOMAIN}" "${ip}"
-  wait_for 30 "kube-proxy" curl -fsS "http://127.0.0.1:10256/healthz"
+  "${kubectl[@]}" wait --for=create "node/${NODE_NAME}" --timeout=60s >/dev/null || fail kubelet "the kubelet did not register"
+  "${kubectl[@]}" wait --for=condition=Ready "node/${NODE_NAME}" --timeout=90s >/dev/null || fail kubelet "${NODE_NAME} not Ready"
+  wait_for 30 "CoreDNS" busybox nslookup "kubernetes.default.svc.${CLUSTER_DOMAIN}" "${ip}" || fail coredns "CoreDNS does not answer"
+  wait_for 30 "kube-proxy" curl -fsS "http://127.0.0.1:10256/healthz" || fail kube-proxy "kube-proxy is not healthy"
   log "${NODE_NAME} is Ready (pods ${POD_SUBNET}, DNS ${ip}); logs in ${NODE_DIR}/logs"
 }
 
@@ -325,11 +341,15 @@ down() {
     rm -f "${ns}"
   done
   ip link del "${BRIDGE}" 2>/dev/null || true
-  # The kubelet bind-mounts its root onto itself, and pod volumes are tmpfs
-  # and overlay mounts below the state folder: unmount deepest first.
-  findmnt -rn -o TARGET | grep "^${NODE_DIR}/" | sort -r | while read -r m; do umount -l "${m}" 2>/dev/null || true; done
+  # The kubelet bind-mounts its root onto itself, pod volumes are tmpfs and
+  # containers overlay mounts below the state folders: unmount deepest first.
+  local mounts
+  mounts="$(findmnt -rn -o TARGET | grep -E "^(${NODE_DIR}|${RUN_DIR})/" | sort -r || true)"
+  for m in ${mounts}; do umount -l "${m}" 2>/dev/null || true; done
   rm -rf "${NODE_DIR}"
-  [[ -f "${LOCK}" && "$(cat "${LOCK}")" == "${NODE_DIR}" ]] && rm -f "${LOCK}"
+  if [[ -f "${LOCK}" && "$(cat "${LOCK}")" == "${NODE_DIR}" ]]; then
+    rm -rf "${RUN_DIR}"
+  fi
   log "${NODE_NAME} is down"
 }
 
