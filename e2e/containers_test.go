@@ -125,6 +125,16 @@ func memcachedCommands(addr string, lines ...string) string {
 	return fmt.Sprintf(`printf '%s\r\nquit\r\n' | nc %s %s`, strings.Join(lines, `\r\n`), host, port)
 }
 
+// runningMemcached creates the Memcached key with spec and waits until it
+// has converged.
+func runningMemcached(t *testing.T, cfg *envconf.Config, key client.ObjectKey, spec cachev1alpha1.MemcachedSpec) {
+	t.Helper()
+	c := kube(t, cfg)
+	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Spec: spec}
+	NewWithT(t).Expect(c.Create(context.Background(), m)).To(Succeed())
+	converged(t, c, key, *spec.Size)
+}
+
 func serviceAddress(t *testing.T, c client.Client, key client.ObjectKey) string {
 	t.Helper()
 	m := &cachev1alpha1.Memcached{}
@@ -142,9 +152,7 @@ func TestMemcachedServes(t *testing.T) {
 	f := features.New("memcached serves").WithLabel("needs", "containers").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			ns = namespace(t, cfg, "serves")
-			m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key().Name}, Spec: onRealNode(1)}
-			NewWithT(t).Expect(kube(t, cfg).Create(ctx, m)).To(Succeed())
-			converged(t, kube(t, cfg), key(), 1)
+			runningMemcached(t, cfg, key(), onRealNode(1))
 			return ctx
 		}).
 		Assess("set then get through the address in the status", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -170,9 +178,7 @@ func TestMemcachedSettings(t *testing.T) {
 			ns = namespace(t, cfg, "settings")
 			spec := onRealNode(1)
 			spec.MemoryLimitMiB, spec.MaxConnections, spec.Threads = ptr.To[int32](48), ptr.To[int32](321), ptr.To[int32](3)
-			m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key().Name}, Spec: spec}
-			NewWithT(t).Expect(kube(t, cfg).Create(ctx, m)).To(Succeed())
-			converged(t, kube(t, cfg), key(), 1)
+			runningMemcached(t, cfg, key(), spec)
 			return ctx
 		}).
 		Assess("stats settings answers maxbytes, maxconns and num_threads as asked", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -239,9 +245,7 @@ func TestRollingImageChangeKeepsServing(t *testing.T) {
 				t.Skip("counts serving pods by dialing pod addresses from this machine: local cluster only")
 			}
 			ns = namespace(t, cfg, "rolling")
-			m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key().Name}, Spec: onRealNode(size)}
-			NewWithT(t).Expect(kube(t, cfg).Create(ctx, m)).To(Succeed())
-			converged(t, kube(t, cfg), key(), size)
+			runningMemcached(t, cfg, key(), onRealNode(size))
 			return ctx
 		}).
 		Assess("at least size-1 pods serve throughout", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -343,9 +347,7 @@ func TestContainerKilledIsReported(t *testing.T) {
 				t.Skip("kills the container through the real node's containerd: local cluster only")
 			}
 			ns = namespace(t, cfg, "killed")
-			m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key().Name}, Spec: onRealNode(1)}
-			NewWithT(t).Expect(kube(t, cfg).Create(ctx, m)).To(Succeed())
-			converged(t, kube(t, cfg), key(), 1)
+			runningMemcached(t, cfg, key(), onRealNode(1))
 			return ctx
 		}).
 		Assess("Available goes False and back to True", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {

@@ -105,7 +105,7 @@ need_host_file() {
 
 pause() {
   local name=localhost/pause:3.10 src
-  src="$(cd "${NODE_TOOLS}" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c"
+  src="$(cd "${NODE_TOOLS}" && go mod download k8s.io/kubernetes && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c"
   local h
   h="$(hash_of "${src}" <(gcc --version))"
   current "${name}" "${h}" && { echo "up to date: ${name}"; return; }
