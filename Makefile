@@ -62,12 +62,12 @@ verify: generate manifests ## Regenerate everything and fail on any difference, 
 	@$(MAKE) --no-print-directory lint
 
 .PHONY: test
-test: k8s-binaries build real-node-prerequisites ## Run all tests: unit, integration (real kube-apiserver), local-cluster and end-to-end (with a real node).
+test: k8s-binaries build $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run all tests: unit, integration (real kube-apiserver), local-cluster and end-to-end (with a real node).
 	go test $(GO_TEST_FLAGS) ./...
 	go test -tags e2e -timeout 30m $(GO_TEST_FLAGS) ./e2e/...
 
 .PHONY: test-e2e
-test-e2e: k8s-binaries build real-node-prerequisites ## Run the end-to-end suite (E2E_PROVIDER=local|kind|existing; local by default, with a real node).
+test-e2e: k8s-binaries build $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run the end-to-end suite (E2E_PROVIDER=local|kind|existing; local by default, with a real node).
 	go test -tags e2e -count=1 -timeout 30m $(GO_TEST_FLAGS) ./e2e/... $(if $(E2E_ARGS),-args $(E2E_ARGS))
 
 FUZZTIME ?= 60s

@@ -64,6 +64,7 @@ node_ip() {
 preflight() {
   [[ "$(id -u)" == 0 ]] || die "needs root (containerd, kubelet and iptables)"
   [[ -n "${KUBECONFIG:-}" && -f "${KUBECONFIG}" ]] || die "KUBECONFIG must name the cluster's admin kubeconfig"
+  KUBECONFIG="$(realpath "${KUBECONFIG}")" # the node's configurations name it
   kubectl+=(--kubeconfig "${KUBECONFIG}")
   local missing=()
   for c in containerd ctr runc iptables ip conntrack; do
@@ -121,8 +122,13 @@ one_per_machine() {
   if [[ -f "${LOCK}" ]]; then
     local other
     other="$(cat "${LOCK}")"
-    if [[ "${other}" != "${NODE_DIR}" && -d "${other}/pids" ]] && compgen -G "${other}/pids/*.pid" >/dev/null; then
-      die "a real node already runs on this machine (state in ${other}); stop it first ('make cluster-down' for the cluster it belongs to, or NODE_DIR=${other} hack/node.sh down)"
+    if [[ "${other}" != "${NODE_DIR}" ]]; then
+      local pidfile
+      for pidfile in "${other}"/pids/*.pid; do
+        if [[ -f "${pidfile}" ]] && kill -0 "$(cat "${pidfile}")" 2>/dev/null; then
+          die "a real node already runs on this machine (state in ${other}); stop it first ('make cluster-down' for the cluster it belongs to, or NODE_DIR=${other} hack/node.sh down)"
+        fi
+      done
     fi
   fi
   mkdir -p "${RUN_DIR}"
