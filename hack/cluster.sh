@@ -131,13 +131,20 @@ POLICY
 }
 
 down() {
+  local node_failed=""
   if [[ -d "${STATE_DIR}/${CLUSTER_NAME}-real-node" ]]; then
-    KUBECONFIG="${KUBECONFIG_PATH}" NODE_DIR="${STATE_DIR}/${CLUSTER_NAME}-real-node" "${ROOT}/hack/node.sh" down
+    # The control plane goes whatever happens to the node: stopping it is
+    # the one chance, as its state folder may be removed next.
+    KUBECONFIG="${KUBECONFIG_PATH}" NODE_DIR="${STATE_DIR}/${CLUSTER_NAME}-real-node" "${ROOT}/hack/node.sh" down || node_failed=1
   fi
   if [[ -x "${kwokctl}" ]] && exists; then
     "${kwokctl}" delete cluster --name "${CLUSTER_NAME}"
   fi
   rm -f "${KUBECONFIG_PATH}" "${STATE_DIR}/${CLUSTER_NAME}-audit-policy.yaml" "${STATE_DIR}/${CLUSTER_NAME}-kwokctl.yaml"
+  if [[ -n "${node_failed}" ]]; then
+    echo "cluster ${CLUSTER_NAME} is down, but stopping its real node failed (see above)" >&2
+    return 1
+  fi
   echo "cluster ${CLUSTER_NAME} is down"
 }
 
