@@ -58,19 +58,23 @@ func onRealNode(size int32) cachev1alpha1.MemcachedSpec {
 	image, _ := memcachedImages()
 	spec := cachev1alpha1.MemcachedSpec{Size: ptr.To(size), Image: image}
 	if provider == "local" {
-		spec.NodeSelector = map[string]string{realNodeLabel: "true"}
-		spec.Tolerations = []corev1.Toleration{{Key: realNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+		spec.NodeSelector, spec.Tolerations = realNodePlacement()
 	}
 	return spec
 }
 
 // podOnRealNode makes ps run on the real node (local cluster only).
 func podOnRealNode(ps *corev1.PodSpec) {
-	if provider != "local" {
-		return
+	if provider == "local" {
+		ps.NodeSelector, ps.Tolerations = realNodePlacement()
 	}
-	ps.NodeSelector = map[string]string{realNodeLabel: "true"}
-	ps.Tolerations = append(ps.Tolerations, corev1.Toleration{Key: realNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+}
+
+// realNodePlacement is the node selector and toleration that place a pod
+// on the real node, which is tainted.
+func realNodePlacement() (map[string]string, []corev1.Toleration) {
+	return map[string]string{realNodeLabel: "true"},
+		[]corev1.Toleration{{Key: realNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 }
 
 // runClient runs script in a busybox pod in ns, waits until it ends and

@@ -46,9 +46,6 @@ var (
 	provider string
 	// localCluster is the local cluster (provider local only).
 	localCluster *localcluster.Cluster
-	// realNode says whether the cluster has a real node, whose pods run
-	// containers (provider local: unless E2E_REAL_NODE=0; kind: always).
-	realNode bool
 )
 
 // realNodeTaint keeps every pod but those of the needs=containers features
@@ -83,20 +80,17 @@ func TestMain(m *testing.M) {
 	}
 	testenv = env.NewWithConfig(cfg)
 	clusterName := envconf.RandomName("memcached-e2e", 20)
-	if provider == "kind" {
-		realNode = true
-	}
 	crds := filepath.Join(repoRoot(), "manifests", "crd", "bases")
 
 	switch provider {
 	case "local":
-		realNode = os.Getenv("E2E_REAL_NODE") != "0"
+		realNode := os.Getenv("E2E_REAL_NODE") != "0"
 		if !realNode {
 			fmt.Println("E2E_REAL_NODE=0: features labelled needs=containers are skipped")
 			cfg.WithSkipLabels(mergeLabels(cfg.SkipLabels(), "needs", "containers"))
 		}
 		testenv.Setup(
-			createLocalCluster(clusterName),
+			createLocalCluster(clusterName, realNode),
 			envfuncs.SetupCRDs(crds, "*"),
 			startHostOperator,
 		)
@@ -149,7 +143,7 @@ func mergeLabels(labels map[string][]string, key, value string) map[string][]str
 
 // createLocalCluster creates the local cluster (hack/cluster.sh): two kwok
 // nodes and, unless E2E_REAL_NODE=0, a real node tainted with realNodeTaint.
-func createLocalCluster(name string) env.Func {
+func createLocalCluster(name string, realNode bool) env.Func {
 	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 		opts := localcluster.Options{FakeNodes: 2}
 		if realNode {

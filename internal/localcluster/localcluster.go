@@ -48,10 +48,11 @@ func Create(ctx context.Context, name string, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{Name: name, StateDir: dir, Kubeconfig: filepath.Join(dir, name+".kubeconfig")}
-	env := []string{"AUDIT_USER=" + opts.AuditUser, "REAL_NODE=0", "REAL_NODE_TAINTS=" + opts.RealNodeTaints}
+	realNode := "0"
 	if opts.RealNode {
-		env[1] = "REAL_NODE=1"
+		realNode = "1"
 	}
+	env := []string{"AUDIT_USER=" + opts.AuditUser, "REAL_NODE=" + realNode, "REAL_NODE_TAINTS=" + opts.RealNodeTaints}
 	if opts.FakeNodes > 0 || opts.RealNode {
 		env = append(env, fmt.Sprintf("NODES=%d", opts.FakeNodes))
 	}
