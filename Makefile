@@ -32,6 +32,7 @@ help: ## Show this help.
 .PHONY: generate
 generate: ## Generate deepcopy functions and apply configurations (applyconfig/).
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt applyconfiguration:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./pkg/owned/...
 
 .PHONY: manifests
 manifests: ## Generate the CRD (manifests/crd/bases) and the ClusterRole (manifests/rbac) from markers.
@@ -45,6 +46,7 @@ fmt: ## Run gofmt on the code.
 .PHONY: vet
 vet: ## Run go vet.
 	go vet ./...
+	go vet -tags integration ./...
 	go vet -tags e2e ./e2e/...
 
 .PHONY: lint
@@ -62,9 +64,17 @@ verify: generate manifests ## Regenerate everything and fail on any difference, 
 	@$(MAKE) --no-print-directory lint
 
 .PHONY: test
-test: k8s-binaries build $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run all tests: unit, integration (real kube-apiserver), local-cluster and end-to-end (with a real node).
-	go test $(GO_TEST_FLAGS) ./...
+test: k8s-binaries build $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run all tests: unit, integration (real kube-apiserver, local cluster) and end-to-end (with a real node).
+	go test -tags integration $(GO_TEST_FLAGS) ./...
 	go test -tags e2e -timeout 30m $(GO_TEST_FLAGS) ./e2e/...
+
+.PHONY: test-unit
+test-unit: ## Run the unit tests only: no control plane, no cluster, nothing to build first.
+	go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-integration
+test-integration: k8s-binaries build ## Run the unit and integration tests (real kube-apiserver, local cluster), not the end-to-end suite.
+	go test -tags integration $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
 test-e2e: k8s-binaries build $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run the end-to-end suite (E2E_PROVIDER=local|kind|existing; local by default, with a real node).
@@ -72,8 +82,8 @@ test-e2e: k8s-binaries build $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prereq
 
 FUZZTIME ?= 60s
 .PHONY: fuzz
-fuzz: k8s-binaries ## Fuzz the builders against a real kube-apiserver for FUZZTIME (60s); finds go to pkg/crd/testdata/fuzz.
-	go test ./pkg/crd -run '^$$' -fuzz FuzzAdmittedSpecGivesAcceptedDeployment -fuzztime $(FUZZTIME) -fuzzminimizetime 100x
+fuzz: k8s-binaries ## Fuzz the builders and the summary rule against a real kube-apiserver for FUZZTIME (60s); finds go to pkg/desired/testdata/fuzz.
+	go test -tags integration ./pkg/desired -run '^$$' -fuzz FuzzAdmittedSpecGivesAcceptedDeployment -fuzztime $(FUZZTIME) -fuzzminimizetime 100x
 
 BENCH_N ?= 100,1000
 .PHONY: bench

@@ -15,19 +15,14 @@ import (
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/operator"
 	"github.com/example/memcached-operator/pkg/controller/memcached"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/golimit"
@@ -95,16 +90,6 @@ func main() {
 		os.Exit(1)
 	}
 
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		log.Error(err, "Unable to register the built-in types")
-		os.Exit(1)
-	}
-	if err := cachev1alpha1.AddToScheme(scheme); err != nil {
-		log.Error(err, "Unable to register the Memcached types")
-		os.Exit(1)
-	}
-
 	var tlsOpts []func(*tls.Config)
 	if !enableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
@@ -116,38 +101,23 @@ func main() {
 
 	restConfig := ctrl.GetConfigOrDie()
 	restConfig.QPS, restConfig.Burst = float32(qps), burst
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       metricsOpts,
-		HealthProbeBindAddress:        probeAddr,
-		PprofBindAddress:              pprofAddr,
-		LeaderElection:                leaderElect,
-		LeaderElectionID:              "memcached-operator.cache.example.com",
-		LeaderElectionNamespace:       leaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		Cache:                         memcached.CacheOptions(cache.Options{SyncPeriod: &syncPeriod}, namespaces),
+	mgr, err := operator.New(restConfig, operator.Options{
+		Manager: ctrl.Options{
+			Metrics:                 metricsOpts,
+			HealthProbeBindAddress:  probeAddr,
+			PprofBindAddress:        pprofAddr,
+			LeaderElection:          leaderElect,
+			LeaderElectionNamespace: leaderElectionNamespace,
+		},
+		SyncPeriod: syncPeriod,
+		Controller: memcached.Options{
+			DefaultImage:            defaultImage,
+			WatchNamespaces:         namespaces,
+			MaxConcurrentReconciles: maxConcurrentReconciles,
+		},
 	})
 	if err != nil {
-		log.Error(err, "Unable to create the manager")
-		os.Exit(1)
-	}
-
-	r := &memcached.Reconciler{
-		Client:       mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		Recorder:     mgr.GetEventRecorder("memcached-operator"),
-		DefaultImage: defaultImage,
-	}
-	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}); err != nil {
-		log.Error(err, "Unable to set up the Memcached controller")
-		os.Exit(1)
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		log.Error(err, "Unable to set up the health check")
-		os.Exit(1)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		log.Error(err, "Unable to set up the ready check")
+		log.Error(err, "Unable to set up the operator")
 		os.Exit(1)
 	}
 

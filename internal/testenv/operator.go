@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"time"
 
@@ -11,12 +10,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/example/memcached-operator/internal/operator"
 	"github.com/example/memcached-operator/pkg/controller/memcached"
 	"github.com/example/memcached-operator/pkg/desired"
 )
@@ -53,29 +51,24 @@ func StartOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) 
 	if syncPeriod == 0 {
 		syncPeriod = 10 * time.Hour
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        Scheme,
-		Metrics:                       metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:        "0",
-		LeaderElection:                opts.LeaderElectionNamespace != "",
-		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
-		LeaderElectionID:              "memcached-operator.cache.example.com",
-		LeaderElectionReleaseOnCancel: true,
-		Cache:                         memcached.CacheOptions(cache.Options{SyncPeriod: &syncPeriod}, opts.WatchNamespaces),
-		// Several operators may run in one test binary, one after the other.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	mgr, err := operator.New(cfg, operator.Options{
+		Manager: ctrl.Options{
+			Metrics:                 metricsserver.Options{BindAddress: "0"},
+			HealthProbeBindAddress:  "0",
+			LeaderElection:          opts.LeaderElectionNamespace != "",
+			LeaderElectionNamespace: opts.LeaderElectionNamespace,
+			// Several operators may run in one test binary, one after the other.
+			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		},
+		SyncPeriod: syncPeriod,
+		Controller: memcached.Options{
+			DefaultImage:            DefaultImage,
+			WatchNamespaces:         opts.WatchNamespaces,
+			MaxConcurrentReconciles: 4,
+		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("creating manager: %w", err)
-	}
-	r := &memcached.Reconciler{
-		Client:       mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		Recorder:     mgr.GetEventRecorder("memcached-operator"),
-		DefaultImage: DefaultImage,
-	}
-	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
-		return nil, fmt.Errorf("setting up the controller: %w", err)
+		return nil, err
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

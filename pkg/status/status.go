@@ -16,35 +16,28 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	cacheac "github.com/example/memcached-operator/applyconfig/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/owned"
 )
 
 // Observation is what a reconcile saw of the world.
 type Observation struct {
-	// Deployment is the Memcached's Deployment as last observed, or nil
-	// when it does not exist (or is not the Memcached's, see NotOwned).
-	Deployment *appsv1.Deployment
+	// Deployment summarizes the Memcached's Deployment as last observed, or
+	// is nil when it does not exist (or is not the Memcached's, see NotOwned).
+	Deployment *owned.Summary
 	// Service is the Memcached's Service as last observed, or nil when it
 	// does not exist (or is not the Memcached's).
-	Service *corev1.Service
-	// NotOwned lists the kinds (KindDeployment, KindService,
-	// KindPodDisruptionBudget) of which an object with the Memcached's name
+	Service *owned.Summary
+	// NotOwned lists the kinds of which an object with the Memcached's name
 	// exists that the Memcached does not control. The operator leaves such
 	// objects alone.
-	NotOwned []string
+	NotOwned []owned.Kind
 	// ApplyError is the apiserver's refusal of an object the operator
 	// applied, if any. Its message names the object.
 	ApplyError error
 }
 
-// Kinds of the objects the operator makes for a Memcached, as Observation.NotOwned names them.
-const (
-	KindDeployment          = "Deployment"
-	KindService             = "Service"
-	KindPodDisruptionBudget = "PodDisruptionBudget"
-)
-
 // notOwned tells whether an object of kind with the Memcached's name is in the way.
-func (o Observation) notOwned(kind string) bool {
+func (o Observation) notOwned(kind owned.Kind) bool {
 	return slices.Contains(o.NotOwned, kind)
 }
 
@@ -79,8 +72,8 @@ func Status(m *cachev1alpha1.Memcached, obs Observation, now metav1.Time) *cache
 	return st
 }
 
-func servicePort(svc *corev1.Service) (int32, bool) {
-	for _, p := range svc.Spec.Ports {
+func servicePort(svc *owned.Summary) (int32, bool) {
+	for _, p := range svc.Ports {
 		if p.Name == desired.PortName {
 			return p.Port, true
 		}
@@ -126,8 +119,8 @@ const (
 
 func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) (rollout, string) {
 	switch {
-	case obs.notOwned(KindDeployment):
-		return rolloutBlocked, notOwnedMessage(KindDeployment, m.Name)
+	case obs.notOwned(owned.KindDeployment):
+		return rolloutBlocked, notOwnedMessage(owned.KindDeployment, m.Name)
 	case obs.ApplyError != nil:
 		return rolloutBlocked, fmt.Sprintf("The apiserver refused %v", obs.ApplyError)
 	case len(obs.NotOwned) > 0:
@@ -143,8 +136,8 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) (rollout, string) {
 	if d.Status.ObservedGeneration < d.Generation {
 		return rolloutInProgress, fmt.Sprintf("Deployment %s has changes its controller has not observed yet", d.Name)
 	}
-	if d.Spec.Replicas != nil && *d.Spec.Replicas != want {
-		return rolloutInProgress, fmt.Sprintf("Deployment %s has %d replicas desired, the Memcached asks for %d", d.Name, *d.Spec.Replicas, want)
+	if d.Replicas != nil && *d.Replicas != want {
+		return rolloutInProgress, fmt.Sprintf("Deployment %s has %d replicas desired, the Memcached asks for %d", d.Name, *d.Replicas, want)
 	}
 	if d.Status.UpdatedReplicas < want {
 		return rolloutInProgress, fmt.Sprintf("%d of %d pods updated", d.Status.UpdatedReplicas, want)
@@ -158,11 +151,11 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) (rollout, string) {
 	return rolloutComplete, fmt.Sprintf("%d of %d pods updated and available", d.Status.AvailableReplicas, want)
 }
 
-func notOwnedMessage(kind, name string) string {
+func notOwnedMessage(kind owned.Kind, name string) string {
 	return fmt.Sprintf("%s %s exists and is not controlled by this Memcached; the operator leaves it alone. Delete or rename it, or rename the Memcached", kind, name)
 }
 
-func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
+func deploymentCondition(d *owned.Summary, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
 	for i := range d.Status.Conditions {
 		if d.Status.Conditions[i].Type == t {
 			return &d.Status.Conditions[i]
@@ -179,7 +172,7 @@ func Available(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 	switch {
 	case obs.Deployment == nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentPending, "No Deployment of this Memcached exists"
-		if obs.notOwned(KindDeployment) {
+		if obs.notOwned(owned.KindDeployment) {
 			c.Reason = cachev1alpha1.ReasonDeploymentNotOwned
 		}
 	case desired.Replicas(m) == 0:
@@ -253,11 +246,11 @@ func blockedCondition(conditionType, fineMessage string, m *cachev1alpha1.Memcac
 // refused apply, then the other objects.
 func blockedReason(obs Observation) string {
 	switch {
-	case obs.notOwned(KindDeployment):
+	case obs.notOwned(owned.KindDeployment):
 		return cachev1alpha1.ReasonDeploymentNotOwned
 	case obs.ApplyError != nil:
 		return cachev1alpha1.ReasonApplyFailed
-	case obs.notOwned(KindService):
+	case obs.notOwned(owned.KindService):
 		return cachev1alpha1.ReasonServiceNotOwned
 	default:
 		return cachev1alpha1.ReasonPodDisruptionBudgetNotOwned

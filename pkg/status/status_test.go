@@ -14,8 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/owned"
 )
 
 func mc(size int32) *cachev1alpha1.Memcached {
@@ -27,15 +29,24 @@ func mc(size int32) *cachev1alpha1.Memcached {
 
 // deployment is a Deployment whose controller observed generation gen of
 // generation 2, with the given replica counts and conditions.
-func deployment(replicas, updated, ready, available int32, observed int64, conds ...appsv1.DeploymentCondition) *appsv1.Deployment {
-	return &appsv1.Deployment{
+func deployment(replicas, updated, ready, available int32, observed int64, conds ...appsv1.DeploymentCondition) *owned.Summary {
+	return summary(&appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "cache", Generation: 2},
 		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(replicas)},
 		Status: appsv1.DeploymentStatus{
 			ObservedGeneration: observed, Replicas: replicas, UpdatedReplicas: updated,
 			ReadyReplicas: ready, AvailableReplicas: available, Conditions: conds,
 		},
+	})
+}
+
+// summary is what the controller observes of obj.
+func summary(obj client.Object) *owned.Summary {
+	s, err := owned.Observed(obj)
+	if err != nil {
+		panic(err)
 	}
+	return s
 }
 
 var (
@@ -48,8 +59,8 @@ var (
 	stalled        = deployment(3, 1, 2, 2, 2, availableTrue, deadline)
 	down           = deployment(3, 3, 0, 0, 2, availableFalse)
 	refused        = errors.New(`Deployment.apps "cache" is invalid`)
-	foreignService = Observation{Deployment: complete, NotOwned: []string{KindService}}
-	foreignPDB     = Observation{Deployment: complete, NotOwned: []string{KindPodDisruptionBudget}}
+	foreignService = Observation{Deployment: complete, NotOwned: []owned.Kind{owned.KindService}}
+	foreignPDB     = Observation{Deployment: complete, NotOwned: []owned.Kind{owned.KindPodDisruptionBudget}}
 )
 
 type conditionCase struct {
@@ -77,7 +88,7 @@ func runConditionCases(t *testing.T, f func(*cachev1alpha1.Memcached, Observatio
 func TestAvailable(t *testing.T) {
 	runConditionCases(t, Available, cachev1alpha1.ConditionAvailable, []conditionCase{
 		{"no Deployment yet", mc(3), Observation{}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentPending},
-		{"foreign Deployment", mc(3), Observation{NotOwned: []string{KindDeployment}}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"foreign Deployment", mc(3), Observation{NotOwned: []owned.Kind{owned.KindDeployment}}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
 		{"all ready", mc(3), Observation{Deployment: complete}, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
 		{"rolling out with enough ready", mc(3), Observation{Deployment: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
 		{"none ready", mc(3), Observation{Deployment: down}, metav1.ConditionFalse, cachev1alpha1.ReasonMinimumReplicasUnavailable},
@@ -94,7 +105,7 @@ func TestProgressing(t *testing.T) {
 		{"replicas differ from size", mc(5), Observation{Deployment: complete}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
 		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
 		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutStalled},
-		{"foreign", mc(3), Observation{NotOwned: []string{KindDeployment}}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"foreign", mc(3), Observation{NotOwned: []owned.Kind{owned.KindDeployment}}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
 		{"refused", mc(3), Observation{ApplyError: refused}, metav1.ConditionFalse, cachev1alpha1.ReasonApplyFailed},
 		{"foreign Service", mc(3), foreignService, metav1.ConditionFalse, cachev1alpha1.ReasonServiceNotOwned},
 	})
@@ -105,11 +116,11 @@ func TestDegraded(t *testing.T) {
 		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
 		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
 		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionTrue, cachev1alpha1.ReasonRolloutStalled},
-		{"foreign", mc(3), Observation{NotOwned: []string{KindDeployment}}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"foreign", mc(3), Observation{NotOwned: []owned.Kind{owned.KindDeployment}}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
 		{"refused", mc(3), Observation{ApplyError: refused}, metav1.ConditionTrue, cachev1alpha1.ReasonApplyFailed},
 		{"foreign Service", mc(3), foreignService, metav1.ConditionTrue, cachev1alpha1.ReasonServiceNotOwned},
 		{"foreign PodDisruptionBudget", mc(3), foreignPDB, metav1.ConditionTrue, cachev1alpha1.ReasonPodDisruptionBudgetNotOwned},
-		{"foreign Deployment ranks first", mc(3), Observation{NotOwned: []string{KindService, KindDeployment}}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"foreign Deployment ranks first", mc(3), Observation{NotOwned: []owned.Kind{owned.KindService, owned.KindDeployment}}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
 	})
 }
 
@@ -119,7 +130,7 @@ func TestReconciling(t *testing.T) {
 		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
 		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
 		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutStalled},
-		{"foreign", mc(3), Observation{NotOwned: []string{KindDeployment}}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"foreign", mc(3), Observation{NotOwned: []owned.Kind{owned.KindDeployment}}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
 	})
 }
 
@@ -128,7 +139,7 @@ func TestStalled(t *testing.T) {
 		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
 		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
 		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionTrue, cachev1alpha1.ReasonRolloutStalled},
-		{"foreign", mc(3), Observation{NotOwned: []string{KindDeployment}}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"foreign", mc(3), Observation{NotOwned: []owned.Kind{owned.KindDeployment}}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
 		{"refused", mc(3), Observation{ApplyError: refused}, metav1.ConditionTrue, cachev1alpha1.ReasonApplyFailed},
 		{"foreign PodDisruptionBudget", mc(3), foreignPDB, metav1.ConditionTrue, cachev1alpha1.ReasonPodDisruptionBudgetNotOwned},
 	})
@@ -139,10 +150,10 @@ func TestStatusTellsWhereToConnect(t *testing.T) {
 	st := Status(mc(3), Observation{Deployment: complete}, metav1.Now())
 	g.Expect(st.Service).To(BeNil(), "no Service observed: nothing to tell")
 
-	svc := &corev1.Service{
+	svc := summary(&corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns"},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "memcached", Port: 11311}}},
-	}
+	})
 	st = Status(mc(3), Observation{Deployment: complete, Service: svc}, metav1.Now())
 	g.Expect(st.Service).NotTo(BeNil())
 	g.Expect(*st.Service.Name).To(Equal("cache"))
@@ -198,7 +209,7 @@ func TestKstatusReadsTheStatus(t *testing.T) {
 		{"no Deployment yet", Observation{}, 4, kstatus.InProgressStatus},
 		{"spec changed since", Observation{Deployment: complete}, 5, kstatus.InProgressStatus},
 		{"rollout stalled", Observation{Deployment: stalled}, 4, kstatus.FailedStatus},
-		{"foreign Deployment", Observation{NotOwned: []string{KindDeployment}}, 4, kstatus.FailedStatus},
+		{"foreign Deployment", Observation{NotOwned: []owned.Kind{owned.KindDeployment}}, 4, kstatus.FailedStatus},
 		{"refused Deployment", Observation{ApplyError: refused}, 4, kstatus.FailedStatus},
 		{"foreign Service", foreignService, 4, kstatus.FailedStatus},
 	}

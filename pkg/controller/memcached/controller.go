@@ -10,9 +10,7 @@ import (
 	"fmt"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,21 +28,8 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	cacheac "github.com/example/memcached-operator/applyconfig/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/owned"
 	"github.com/example/memcached-operator/pkg/status"
-)
-
-// Field managers of the operator. They are part of its API: the apiserver
-// records which fields each one owns, and renaming one would orphan those
-// fields on every object.
-const (
-	// FieldManager owns the fields the operator sets on the objects it
-	// creates for a Memcached: its Deployment, Service and
-	// PodDisruptionBudget.
-	FieldManager = "memcached-operator"
-	// StatusFieldManager owns the fields the operator sets in a Memcached's
-	// status: its conditions, observedGeneration, replicas, readyReplicas
-	// and selector.
-	StatusFieldManager = "memcached-operator-status"
 )
 
 // deploymentReportTimeout bounds the wait for the Deployment controller to
@@ -76,12 +61,15 @@ const (
 type Reconciler struct {
 	// Client reads from the cache and sends applies.
 	Client client.Client
-	// APIReader reads from the apiserver what the cache cannot tell: an
-	// object of the Memcached's name the cache does not hold (not the
+	// APIReader reads from the apiserver what the caches cannot tell: an
+	// object of the Memcached's name the store does not hold (not the
 	// operator's, or not created yet), whether a Memcached about to get new
 	// objects still exists, and every manager's fields when naming who
 	// changed one.
 	APIReader client.Reader
+	// Owned holds summaries of the Deployments, Services and
+	// PodDisruptionBudgets the operator made.
+	Owned *owned.Store
 	// Recorder records events on Memcached objects.
 	Recorder events.EventRecorder
 	// DefaultImage is the memcached image of a Memcached without spec.image.
@@ -145,47 +133,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // created or changed.
 func (r *Reconciler) reconcileObjects(ctx context.Context, m *cachev1alpha1.Memcached) (status.Observation, bool, error) {
 	var obs status.Observation
-	var changes []change
-	c := &creation{r: r, m: m}
-	defer func() { recordChanges(r, m, changes) }()
-	observe := func(kind string, notOwned bool, refused error, ch change) {
-		if notOwned {
+	var reports []report
+	s := &scope{r: r, m: m}
+	defer func() { recordReports(r, m, reports) }()
+	observe := func(kind owned.Kind, out outcome) {
+		if out.notOwned {
 			obs.NotOwned = append(obs.NotOwned, kind)
 		}
 		if obs.ApplyError == nil {
-			obs.ApplyError = refused
+			obs.ApplyError = out.refused
 		}
-		changes = append(changes, ch)
+		reports = append(reports, out.report)
 	}
 
-	dep, err := ensure(ctx, c, deployments, desired.Deployment(m, r.DefaultImage))
+	dep, err := ensure(ctx, s, deployments, desired.Deployment(m, r.DefaultImage))
 	if err != nil {
 		return obs, false, err
 	}
-	if dep.exists {
-		obs.Deployment = dep.obj
-	}
-	observe(status.KindDeployment, dep.notOwned, dep.refused, dep.change)
+	obs.Deployment = dep.obj
+	observe(owned.KindDeployment, dep)
 
-	svc, err := ensure(ctx, c, services, desired.Service(m))
+	svc, err := ensure(ctx, s, services, desired.Service(m))
 	if err != nil {
 		return obs, false, err
 	}
-	if svc.exists {
-		obs.Service = svc.obj
-	}
-	observe(status.KindService, svc.notOwned, svc.refused, svc.change)
+	obs.Service = svc.obj
+	observe(owned.KindService, svc)
 
 	if !desired.WantsPodDisruptionBudget(m) {
-		ch, err := remove(ctx, c, podDisruptionBudgets)
-		changes = append(changes, ch)
+		rep, err := remove(ctx, s, podDisruptionBudgets)
+		reports = append(reports, rep)
 		return obs, dep.changed, err
 	}
-	pdb, err := ensure(ctx, c, podDisruptionBudgets, desired.PodDisruptionBudget(m))
+	pdb, err := ensure(ctx, s, podDisruptionBudgets, desired.PodDisruptionBudget(m))
 	if err != nil {
 		return obs, false, err
 	}
-	observe(status.KindPodDisruptionBudget, pdb.notOwned, pdb.refused, pdb.change)
+	observe(owned.KindPodDisruptionBudget, pdb)
 	return obs, dep.changed, nil
 }
 
@@ -203,7 +187,7 @@ func (r *Reconciler) now() time.Time {
 // operator's managed-fields entry (a later reconcile, such as the one the
 // cache seeing the applied Deployment starts). Zero when the report is in,
 // or overdue: a status is then written without it.
-func reportPending(d *appsv1.Deployment, justChanged bool, now time.Time) time.Duration {
+func reportPending(d *owned.Summary, justChanged bool, now time.Time) time.Duration {
 	if d == nil || d.Status.ObservedGeneration >= d.Generation {
 		return 0
 	}
@@ -211,11 +195,8 @@ func reportPending(d *appsv1.Deployment, justChanged bool, now time.Time) time.D
 		// The apply's answer carries no managed fields to read the time from.
 		return deploymentReportTimeout
 	}
-	for _, e := range d.ManagedFields {
-		if e.Manager != FieldManager || e.Operation != metav1.ManagedFieldsOperationApply || e.Time == nil {
-			continue
-		}
-		if left := e.Time.Add(deploymentReportTimeout).Sub(now); left > 0 {
+	if t := d.LastApplied(); t != nil {
+		if left := t.Add(deploymentReportTimeout).Sub(now); left > 0 {
 			// Capped: the apiserver's clock may run ahead of ours.
 			return min(left, deploymentReportTimeout)
 		}
@@ -229,7 +210,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, m *cachev1alpha1.Memcached
 	want := cacheac.Memcached(m.Name, m.Namespace).
 		WithStatus(status.Status(m, obs, metav1.NewTime(r.now()).Rfc3339Copy()))
 
-	same, err := appliesNothing(m, want)
+	same, err := owned.StatusAppliesNothing(m, want)
 	if err != nil {
 		return err
 	}
@@ -238,7 +219,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, m *cachev1alpha1.Memcached
 		return nil
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Applying status")
-	err = r.Client.Status().Apply(ctx, want, client.FieldOwner(StatusFieldManager), client.ForceOwnership)
+	err = r.Client.Status().Apply(ctx, want, client.FieldOwner(owned.StatusFieldManager), client.ForceOwnership)
 	if apierrors.IsNotFound(err) {
 		// Deleted since the cache saw it: nothing to report to.
 		ctrl.LoggerFrom(ctx).V(1).Info("Not applying status: the Memcached is gone")
@@ -273,13 +254,14 @@ var enqueueController = handler.EnqueueRequestsFromMapFunc(func(_ context.Contex
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}}}
 })
 
-// SetupWithManager registers the controller with mgr.
+// SetupWithManager registers the controller with mgr. r.Owned must be
+// added to mgr too (see Setup).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&appsv1.Deployment{}, enqueueController).
-		Watches(&corev1.Service{}, enqueueController).
-		Watches(&policyv1.PodDisruptionBudget{}, enqueueController).
-		WithOptions(opts).
-		Complete(r)
+		WithOptions(opts)
+	for _, src := range r.Owned.Sources(enqueueController) {
+		b = b.WatchesRawSource(src)
+	}
+	return b.Complete(r)
 }

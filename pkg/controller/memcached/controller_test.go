@@ -1,3 +1,5 @@
+//go:build integration
+
 package memcached_test
 
 import (
@@ -29,9 +31,8 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	cacheac "github.com/example/memcached-operator/applyconfig/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/testenv"
-	"github.com/example/memcached-operator/pkg/controller/memcached"
 	"github.com/example/memcached-operator/pkg/desired"
-	"github.com/example/memcached-operator/pkg/status"
+	"github.com/example/memcached-operator/pkg/owned"
 )
 
 func TestDeploymentIsCreatedWithOwnerAndOurFieldManagerOnly(t *testing.T) {
@@ -45,13 +46,13 @@ func TestDeploymentIsCreatedWithOwnerAndOurFieldManagerOnly(t *testing.T) {
 	g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal(defaultImage))
 	for _, e := range dep.ManagedFields {
 		if e.Subresource == "" {
-			g.Expect(e.Manager).To(Equal(memcached.FieldManager), "only the operator writes the Deployment's spec and metadata")
+			g.Expect(e.Manager).To(Equal(owned.FieldManager), "only the operator writes the Deployment's spec and metadata")
 			g.Expect(e.Operation).To(Equal(metav1.ManagedFieldsOperationApply))
 		}
 	}
 	for _, e := range m.ManagedFields {
 		if e.Subresource == "status" {
-			g.Expect(e.Manager).To(Equal(memcached.StatusFieldManager))
+			g.Expect(e.Manager).To(Equal(owned.StatusFieldManager))
 			g.Expect(e.Operation).To(Equal(metav1.ManagedFieldsOperationApply))
 		}
 	}
@@ -244,7 +245,7 @@ func TestForeignDeploymentIsLeftAloneAndReported(t *testing.T) {
 
 	m := newMemcached(t, ns, "taken", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)})
 	g.Eventually(func(g Gomega) {
-		blockedBy(g, t, m, status.KindDeployment)
+		blockedBy(g, t, m, string(owned.KindDeployment))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 
 	got := &appsv1.Deployment{}
@@ -252,7 +253,7 @@ func TestForeignDeploymentIsLeftAloneAndReported(t *testing.T) {
 	g.Expect(*got.Spec.Replicas).To(Equal(int32(1)))
 	g.Expect(got.OwnerReferences).To(BeEmpty())
 	for _, e := range got.ManagedFields {
-		g.Expect(e.Manager).NotTo(Equal(memcached.FieldManager))
+		g.Expect(e.Manager).NotTo(Equal(owned.FieldManager))
 	}
 	writes := requests.Since(0, inNamespace(ns), testenv.PathContains("/deployments/"), func(r testenv.Request) bool {
 		return r.Method != http.MethodGet

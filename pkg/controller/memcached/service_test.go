@@ -1,3 +1,5 @@
+//go:build integration
+
 package memcached_test
 
 import (
@@ -22,9 +24,8 @@ import (
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/testenv"
-	"github.com/example/memcached-operator/pkg/controller/memcached"
 	"github.com/example/memcached-operator/pkg/desired"
-	"github.com/example/memcached-operator/pkg/status"
+	"github.com/example/memcached-operator/pkg/owned"
 )
 
 func TestServiceSelectsExactlyItsInstancesPods(t *testing.T) {
@@ -140,7 +141,7 @@ func TestForeignServiceAndPodDisruptionBudgetAreLeftAlone(t *testing.T) {
 
 	m := newMemcached(t, ns, "taken", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)})
 	g.Eventually(func(g Gomega) {
-		got := blockedBy(g, t, m, status.KindService)
+		got := blockedBy(g, t, m, string(owned.KindService))
 		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue(), "the pods still serve")
 		g.Expect(got.Status.Service).To(BeNil(), "not ours: not offered to clients")
 		g.Expect(events(t, ns, "taken", "PodDisruptionBudgetNotOwned")).NotTo(BeEmpty())
@@ -159,7 +160,7 @@ func TestForeignServiceAndPodDisruptionBudgetAreLeftAlone(t *testing.T) {
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "taken"}, obj)).To(Succeed())
 		g.Expect(obj.GetOwnerReferences()).To(BeEmpty())
 		for _, e := range obj.GetManagedFields() {
-			g.Expect(e.Manager).NotTo(Equal(memcached.FieldManager))
+			g.Expect(e.Manager).NotTo(Equal(owned.FieldManager))
 		}
 	}
 	sent := requests.Since(0, inNamespace(ns), func(r testenv.Request) bool {

@@ -1,16 +1,20 @@
+//go:build integration
+
 package memcached_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,14 +24,16 @@ import (
 	"github.com/example/memcached-operator/internal/testenv"
 	"github.com/example/memcached-operator/pkg/controller/memcached"
 	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/owned"
 	"github.com/example/memcached-operator/pkg/status"
 )
 
-// The operator's cache keeps summaries, and the digests it computes from the
-// managed fields the apiserver recorded match what the operator would
-// apply to a converged Memcached: the fields and their values, and the field
-// paths, of each object and of the status.
-func TestCacheHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
+// The store keeps summaries, and the digests it computes from the managed
+// fields the apiserver recorded match what the operator would apply to a
+// converged Memcached: the fields and their values, and the field paths, of
+// each object; and so does the status computed from them. The manager's
+// cache holds Memcacheds whole, and hands out no owned object at all.
+func TestStoreHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -38,48 +44,59 @@ func TestCacheHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
 	})
 	converged(t, m)
 
+	store := owned.NewStore(kubernetes.NewForConfigOrDie(cfg), []string{ns}, labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedBy}))
+	go func() { _ = store.Start(ctx) }()
 	c, err := cache.New(cfg, memcached.CacheOptions(cache.Options{Scheme: testenv.Scheme}, []string{ns}))
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = c.GetInformer(ctx, &cachev1alpha1.Memcached{}) // as the controller's watch does
 	g.Expect(err).NotTo(HaveOccurred())
 	go func() { _ = c.Start(ctx) }()
 	g.Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
+	g.Expect(store.Synced(ctx, timeout)).To(BeTrue())
 	key := client.ObjectKeyFromObject(m)
 
 	got := &cachev1alpha1.Memcached{}
-	dep := &appsv1.Deployment{}
-	svc := &corev1.Service{}
-	pdb := &policyv1.PodDisruptionBudget{}
-	for _, obj := range []client.Object{got, dep, svc, pdb} {
-		g.Expect(c.Get(ctx, key, obj)).To(Succeed())
-		g.Expect(obj.GetManagedFields()).To(HaveEach(HaveField("FieldsV1", BeNil())), "%T: no field sets in the cache", obj)
-		g.Expect(obj.GetLabels()).To(BeEmpty(), "%T: a summary", obj)
-	}
-	g.Expect(dep.Spec.Template.Spec.Containers).To(BeEmpty(), "no pod template in the cache")
+	g.Expect(c.Get(ctx, key, got)).To(Succeed())
+	g.Expect(got.Status.Conditions).To(HaveEach(HaveField("Message", Not(BeEmpty()))), "the Memcached is cached whole")
+	g.Expect(got.ManagedFields).To(ConsistOf(HaveField("Manager", owned.StatusFieldManager)), "but for other managers' entries")
+
+	dep, found, err := store.Get(owned.KindDeployment, key)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(found).To(BeTrue())
 	g.Expect(dep.Status.ReadyReplicas).To(Equal(int32(2)), "the Deployment's status is kept")
+	svc, _, err := store.Get(owned.KindService, key)
+	g.Expect(err).NotTo(HaveOccurred())
+	pdb, _, err := store.Get(owned.KindPodDisruptionBudget, key)
+	g.Expect(err).NotTo(HaveOccurred())
 
 	for _, tt := range []struct {
-		obj  client.Object
+		s    *owned.Summary
 		want runtime.ApplyConfiguration
 	}{
 		{dep, desired.Deployment(got, testenv.DefaultImage)},
 		{svc, desired.Service(got)},
 		{pdb, desired.PodDisruptionBudget(got)},
 	} {
-		nothing, err := memcached.AppliesNothing(tt.obj, tt.want)
+		g.Expect(tt.s).NotTo(BeNil())
+		nothing, err := tt.s.AppliesNothing(tt.want)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(nothing).To(BeTrue(), "%T: applying it again would change nothing", tt.obj)
-		exactly, err := memcached.OwnsExactly(tt.obj, tt.want)
+		g.Expect(nothing).To(BeTrue(), "%s: applying it again would change nothing", tt.s.Kind())
+		exactly, err := tt.s.OwnsExactly(tt.want)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(exactly).To(BeTrue(), "%T: the operator owns exactly the fields it applies", tt.obj)
+		g.Expect(exactly).To(BeTrue(), "%s: the operator owns exactly the fields it applies", tt.s.Kind())
 	}
 
 	st := status.Status(got, status.Observation{Deployment: dep, Service: svc}, metav1.Now())
-	nothing, err := memcached.AppliesNothing(got, cacheac.Memcached(got.Name, got.Namespace).WithStatus(st))
+	nothing, err := owned.StatusAppliesNothing(got, cacheac.Memcached(got.Name, got.Namespace).WithStatus(st))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(nothing).To(BeTrue(), "the status computed from summaries is the one recorded")
 
 	changed := got.DeepCopy()
 	changed.Spec.Threads = ptr.To[int32](4)
-	nothing, err = memcached.AppliesNothing(dep, desired.Deployment(changed, testenv.DefaultImage))
+	nothing, err = dep.AppliesNothing(desired.Deployment(changed, testenv.DefaultImage))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(nothing).To(BeFalse(), "a spec change is seen")
+
+	err = c.Get(ctx, key, &appsv1.Deployment{})
+	g.Expect(errors.As(err, new(*cache.ErrResourceNotCached))).To(BeTrue(), "the manager's cache hands out no Deployment: %v", err)
 }

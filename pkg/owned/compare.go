@@ -1,10 +1,8 @@
-package memcached
+package owned
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"hash/maphash"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,56 +20,6 @@ import (
 // records them in managed fields.
 var typeConverter = applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
 
-// valuesDigest hashes an apply configuration as the JSON it sends: two
-// apply configurations of one type encode alike exactly when they hold the
-// same fields and values.
-func valuesDigest(ac any) (uint64, error) {
-	var h maphash.Hash
-	h.SetSeed(digestSeed)
-	if err := json.NewEncoder(&h).Encode(ac); err != nil {
-		return 0, fmt.Errorf("encoding apply configuration: %w", err)
-	}
-	return h.Sum64(), nil
-}
-
-// fieldsDigest hashes a set of field paths in its sorted serialization.
-func fieldsDigest(s *fieldpath.Set) (uint64, error) {
-	raw, err := s.ToJSON()
-	if err != nil {
-		return 0, fmt.Errorf("encoding field set: %w", err)
-	}
-	return maphash.Bytes(digestSeed, raw), nil
-}
-
-var emptyFieldSet = &fieldpath.Set{}
-
-// appliesNothing reports whether applying want would change nothing on
-// obj: the fields and values the operator owns of obj are exactly those of
-// want. It reads the digest of a summary, so it costs a hash of want.
-func appliesNothing(obj client.Object, want any) (bool, error) {
-	have, err := ownedDigestOf(obj)
-	if err != nil {
-		return false, err
-	}
-	h, err := valuesDigest(want)
-	return err == nil && h == have.values, err
-}
-
-// ownsExactly reports whether the operator owns on obj exactly the fields
-// want sets: then it has lost none of them to another manager.
-func ownsExactly(obj client.Object, want runtime.ApplyConfiguration) (bool, error) {
-	have, err := ownedDigestOf(obj)
-	if err != nil {
-		return false, err
-	}
-	wanted, err := appliedFields(want)
-	if err != nil {
-		return false, err
-	}
-	h, err := fieldsDigest(wanted)
-	return err == nil && h == have.fields, err
-}
-
 // identity are the fields of an apply configuration that managed fields
 // never list.
 var identity = fieldpath.NewSet(
@@ -83,12 +31,12 @@ var identity = fieldpath.NewSet(
 
 // appliedFields are the leaf field paths an apply configuration sets, as
 // the apiserver records them in managed fields.
-func appliedFields(want runtime.ApplyConfiguration) (*fieldpath.Set, error) {
+func appliedFields(want any) (*fieldpath.Set, error) {
 	return appliedFieldsOf(typeConverter, want)
 }
 
 // appliedFieldsOf is appliedFields with the schemas of tc.
-func appliedFieldsOf(tc managedfields.TypeConverter, want runtime.ApplyConfiguration) (*fieldpath.Set, error) {
+func appliedFieldsOf(tc managedfields.TypeConverter, want any) (*fieldpath.Set, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
 	if err != nil {
 		return nil, fmt.Errorf("converting apply configuration: %w", err)
@@ -110,7 +58,7 @@ func appliedFieldsOf(tc managedfields.TypeConverter, want runtime.ApplyConfigura
 // (with kubectl edit, kubectl scale or an apply that forced them). It reads
 // the operator's own managed-fields entry, so current must be a whole
 // object, not a summary.
-func lostFields(current client.Object, want runtime.ApplyConfiguration) (*fieldpath.Set, error) {
+func lostFields(current client.Object, want any) (*fieldpath.Set, error) {
 	lost, err := appliedFields(want)
 	if err != nil {
 		return nil, err
@@ -127,11 +75,11 @@ func lostFields(current client.Object, want runtime.ApplyConfiguration) (*fieldp
 	return lost, nil
 }
 
-// managersOfLostFields names the other field managers that now own fields
+// ManagersOfLostFields names the other field managers that now own fields
 // the operator applies but no longer owns on current: those that changed
 // them. current must be a whole object, with every manager's entry; a
-// summary (see summarize) has none of them.
-func managersOfLostFields(current client.Object, want runtime.ApplyConfiguration) ([]string, error) {
+// Summary has none of them.
+func ManagersOfLostFields(current client.Object, want any) ([]string, error) {
 	lost, err := lostFields(current, want)
 	if err != nil {
 		return nil, err

@@ -1,9 +1,11 @@
-// Package install_test checks what a cluster admin installs: the kustomize
+//go:build integration
+
+// Package manifests_test checks what a cluster admin installs: the kustomize
 // bundle in manifests/default, applied to a real local cluster. It proves
 // the manifests are accepted, that the manager pod meets the restricted Pod
 // Security level, and that the generated ClusterRole is both sufficient for
 // the operator and tight.
-package install_test
+package manifests_test
 
 import (
 	"bytes"

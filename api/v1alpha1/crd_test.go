@@ -1,7 +1,9 @@
-// Package crd_test checks the generated Memcached CRD the way users meet it:
+//go:build integration
+
+// Package v1alpha1_test checks the generated Memcached CRD the way users meet it:
 // installed in a real kube-apiserver, admitting good objects with their
 // defaults and refusing bad ones with a message a person understands.
-package crd_test
+package v1alpha1_test
 
 import (
 	"context"

@@ -1,4 +1,6 @@
-package install_test
+//go:build integration
+
+package manifests_test
 
 import (
 	"context"

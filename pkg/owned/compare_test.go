@@ -1,4 +1,4 @@
-package memcached
+package owned_test
 
 import (
 	"testing"
@@ -6,35 +6,17 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/owned"
 )
-
-func entry(t *testing.T, manager string, op metav1.ManagedFieldsOperationType, subresource string, s *fieldpath.Set) metav1.ManagedFieldsEntry {
-	t.Helper()
-	raw, err := s.ToJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, Subresource: subresource, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: raw}}
-}
 
 func TestManagersOfLostFields(t *testing.T) {
 	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "u"}}
 	want := desired.Deployment(m, "memcached:1")
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	typed, err := typeConverter.ObjectToTyped(&unstructured.Unstructured{Object: u})
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := typed.ToFieldSet()
+	all, err := owned.AppliedFields(want)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +29,11 @@ func TestManagersOfLostFields(t *testing.T) {
 		entries []metav1.ManagedFieldsEntry
 		want    []string
 	}{
-		{"we own everything", []metav1.ManagedFieldsEntry{entry(t, FieldManager, apply, "", all)}, nil},
+		{"we own everything", []metav1.ManagedFieldsEntry{entry(t, owned.FieldManager, apply, "", all)}, nil},
 		{
 			"kubectl scale took replicas",
 			[]metav1.ManagedFieldsEntry{
-				entry(t, FieldManager, apply, "", all.Difference(replicas)),
+				entry(t, owned.FieldManager, apply, "", all.Difference(replicas)),
 				entry(t, "kubectl", update, "scale", replicas),
 			},
 			[]string{"kubectl"},
@@ -59,20 +41,20 @@ func TestManagersOfLostFields(t *testing.T) {
 		{
 			"another manager owns only fields we do not send",
 			[]metav1.ManagedFieldsEntry{
-				entry(t, FieldManager, apply, "", all),
+				entry(t, owned.FieldManager, apply, "", all),
 				entry(t, "kubectl-edit", update, "", minReady),
 			},
 			nil,
 		},
 		{
 			"a field we newly send is owned by nobody",
-			[]metav1.ManagedFieldsEntry{entry(t, FieldManager, apply, "", all.Difference(replicas))},
+			[]metav1.ManagedFieldsEntry{entry(t, owned.FieldManager, apply, "", all.Difference(replicas))},
 			nil,
 		},
 		{
 			"status writers are never blamed",
 			[]metav1.ManagedFieldsEntry{
-				entry(t, FieldManager, apply, "", all.Difference(replicas)),
+				entry(t, owned.FieldManager, apply, "", all.Difference(replicas)),
 				entry(t, "kube-controller-manager", update, "status", replicas),
 			},
 			nil,
@@ -82,7 +64,7 @@ func TestManagersOfLostFields(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", ManagedFields: tt.entries}}
-			got, err := managersOfLostFields(d, want)
+			got, err := owned.ManagersOfLostFields(d, want)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(got).To(Equal(tt.want))
 		})

@@ -1,0 +1,71 @@
+package memcached
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/owned"
+)
+
+// Options configure the controller.
+type Options struct {
+	// DefaultImage is the memcached image of a Memcached without spec.image.
+	DefaultImage string
+	// WatchNamespaces are the namespaces whose Memcacheds are reconciled;
+	// all when empty.
+	WatchNamespaces []string
+	// MaxConcurrentReconciles is the number of Memcacheds reconciled at once.
+	MaxConcurrentReconciles int
+}
+
+// Setup adds the Memcached controller to mgr, with the store of the
+// objects it owns. mgr's cache must be set up by CacheOptions with the
+// same namespaces.
+func Setup(mgr ctrl.Manager, o Options) error {
+	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("creating the clientset: %w", err)
+	}
+	store := owned.NewStore(cs, o.WatchNamespaces, labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedBy}))
+	if err := mgr.Add(store); err != nil {
+		return fmt.Errorf("adding the store of owned objects: %w", err)
+	}
+	r := &Reconciler{
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		Owned:        store,
+		Recorder:     mgr.GetEventRecorder("memcached-operator"),
+		DefaultImage: o.DefaultImage,
+	}
+	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
+}
+
+// CacheOptions sets up the manager's cache for the controller: it holds the
+// Memcacheds (whole, but for other managers' managed-fields entries; see
+// owned.KeepOwnManagedFields) and, when namespaces is not empty, only those
+// of these namespaces (the operator then lists and watches nothing
+// cluster-wide, so namespaced Roles suffice). The objects the operator
+// owns are not in it: the controller keeps summaries of them in an
+// owned.Store, and a read of any kind the cache does not hold fails rather
+// than starting a watch of it.
+func CacheOptions(base cache.Options, namespaces []string) cache.Options {
+	base.ReaderFailOnMissingInformer = true
+	base.ByObject = map[client.Object]cache.ByObject{
+		&cachev1alpha1.Memcached{}: {Transform: owned.KeepOwnManagedFields},
+	}
+	if len(namespaces) > 0 {
+		base.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			base.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return base
+}

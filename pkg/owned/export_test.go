@@ -1,0 +1,8 @@
+package owned
+
+// For the tests in package owned_test, which also use package status (which
+// imports this one).
+var (
+	AppliedFields   = appliedFields
+	AppliedFieldsOf = appliedFieldsOf
+)
