@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/repo"
 	"github.com/example/memcached-operator/pkg/desired"
 )
 
@@ -33,12 +34,15 @@ import (
 // real node (hack/node.sh), with the images hack/images.sh builds, or on
 // kind with public images.
 
+// Images of the real node, made by hack/images.sh (never pulled).
+var (
+	localMemcachedImage       = repo.Version("LOCAL_MEMCACHED_IMAGE")
+	localMemcachedImageByName = repo.Version("LOCAL_MEMCACHED_IMAGE_MINOR")
+	localClientImage          = repo.Version("LOCAL_CLIENT_IMAGE")
+)
+
 const (
-	// Images of the real node, made by hack/images.sh (never pulled).
-	localMemcachedImage       = "localhost/memcached:1.6.18"
-	localMemcachedImageByName = "localhost/memcached:1.6"
-	localClientImage          = "localhost/busybox:1.35"
-	realNodeLabel             = "memcached-operator.example.com/real-node"
+	realNodeLabel = "memcached-operator.example.com/real-node"
 	// realNodeContainerd is the real node's containerd socket (hack/node.sh).
 	realNodeContainerd = "/run/memcached-operator-real-node/containerd.sock"
 )
@@ -434,7 +438,7 @@ func TestOperatorInCluster(t *testing.T) {
 			}
 			g := NewWithT(t)
 			ns = namespace(t, cfg, "in-cluster")
-			g.Expect(operator.stop()).To(Succeed())
+			g.Expect(operator.Stop()).To(Succeed())
 			t.Cleanup(func() {
 				_, _ = kubectl(context.Background(), cfg, "", "delete", "deployment", "-n", system, deployment, "--wait=true", "--timeout=2m")
 				op, err := runOperator(cfg)

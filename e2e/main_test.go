@@ -26,7 +26,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -36,6 +35,7 @@ import (
 	"sigs.k8s.io/e2e-framework/support/kind"
 
 	"github.com/example/memcached-operator/internal/localcluster"
+	"github.com/example/memcached-operator/internal/repo"
 )
 
 var (
@@ -54,11 +54,6 @@ var (
 const realNodeTaint = "memcached-operator.example.com/real-node"
 
 const operatorImage = "memcached-operator:e2e"
-
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..")
-}
 
 func TestMain(m *testing.M) {
 	cfg, err := envconf.NewFromFlags()
@@ -80,7 +75,7 @@ func TestMain(m *testing.M) {
 	}
 	testenv = env.NewWithConfig(cfg)
 	clusterName := envconf.RandomName("memcached-e2e", 20)
-	crds := filepath.Join(repoRoot(), "manifests", "crd", "bases")
+	crds := filepath.Join(repo.Root(), "manifests", "crd", "bases")
 
 	switch provider {
 	case "local":
@@ -169,7 +164,7 @@ func deleteLocalCluster(ctx context.Context, _ *envconf.Config) (context.Context
 // buildAndLoadImage builds the operator image with Docker and loads it into kind.
 func buildAndLoadImage(cluster string) env.Func {
 	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-		cmd := exec.CommandContext(ctx, "docker", "build", "-t", operatorImage, repoRoot())
+		cmd := exec.CommandContext(ctx, "docker", "build", "-t", operatorImage, repo.Root())
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return ctx, fmt.Errorf("docker build: %w: %s", err, out)
 		}
@@ -188,7 +183,7 @@ func deployOperator(ctx context.Context, cfg *envconf.Config) (context.Context, 
 		return ctx, err
 	}
 	defer os.RemoveAll(overlay)
-	base, err := filepath.Rel(overlay, filepath.Join(repoRoot(), "manifests", "default")) // kustomize takes no absolute path
+	base, err := filepath.Rel(overlay, filepath.Join(repo.Root(), "manifests", "default")) // kustomize takes no absolute path
 	if err != nil {
 		return ctx, err
 	}
@@ -227,15 +222,5 @@ images:
 
 // kubectl runs kubectl (bin/k8s/kubectl, else the one on PATH) on the test cluster.
 func kubectl(ctx context.Context, cfg *envconf.Config, stdin string, args ...string) (string, error) {
-	path := filepath.Join(repoRoot(), "bin", "k8s", "kubectl")
-	if _, err := os.Stat(path); err != nil {
-		path = "kubectl"
-	}
-	cmd := exec.CommandContext(ctx, path, append([]string{"--kubeconfig", cfg.KubeconfigFile()}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, out)
-	}
-	return string(out), nil
+	return repo.Kubectl(ctx, cfg.KubeconfigFile(), []byte(stdin), args...)
 }

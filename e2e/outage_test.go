@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +20,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/repo"
 )
 
 // The apiserver dies and stays away for 30 s (etcd keeps the data) right after specs
@@ -57,11 +55,10 @@ func TestAPIServerOutage(t *testing.T) {
 				g.Expect(c.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2,"threads":3}}`)))).To(Succeed())
 			}
 
-			pidFile := filepath.Join(localCluster.KwokWorkdir(), "clusters", localCluster.Name, "pids", "kube-apiserver.pid")
-			raw, err := os.ReadFile(pidFile)
+			pids, err := localCluster.PIDs()
 			g.Expect(err).NotTo(HaveOccurred())
-			pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-			g.Expect(err).NotTo(HaveOccurred())
+			pid := pids["kube-apiserver"]
+			g.Expect(pid).NotTo(BeZero())
 			// SIGKILL: a graceful stop drains for a minute or more, and a crash
 			// is an outage too; etcd keeps the data.
 			g.Expect(syscall.Kill(pid, syscall.SIGKILL)).To(Succeed())
@@ -70,11 +67,10 @@ func TestAPIServerOutage(t *testing.T) {
 				Should(MatchError(syscall.ESRCH), "kube-apiserver exits")
 			t.Logf("kube-apiserver (pid %d) stopped", pid)
 			time.Sleep(outage - time.Since(stopped))
-			g.Expect(operator.cmd.ProcessState).To(BeNil(), "the operator exited while the apiserver was away")
-			g.Expect(syscall.Kill(operator.cmd.Process.Pid, 0)).To(Succeed(), "the operator is alive")
+			g.Expect(operator.Exited()).To(BeFalse(), "the operator exited while the apiserver was away")
 
 			// kwokctl starts the components that are not running.
-			start := exec.CommandContext(ctx, filepath.Join(repoRoot(), "bin", "k8s", "kwokctl"), "start", "cluster", "--name", localCluster.Name)
+			start := exec.CommandContext(ctx, repo.Path("bin", "k8s", "kwokctl"), "start", "cluster", "--name", localCluster.Name)
 			start.Env = append(os.Environ(), "KWOK_WORKDIR="+localCluster.KwokWorkdir())
 			out, err := start.CombinedOutput()
 			g.Expect(err).NotTo(HaveOccurred(), string(out))
@@ -83,7 +79,7 @@ func TestAPIServerOutage(t *testing.T) {
 				_, d := converged(t, c, key(i), 2)
 				g.Expect(d.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--threads=3"))
 			}
-			g.Expect(operator.waitHealthy(10 * time.Second)).To(BeTrue())
+			g.Expect(operator.WaitReady(10 * time.Second)).To(BeTrue())
 			return ctx
 		}).
 		Feature()

@@ -57,7 +57,7 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 				g.Expect(c.Create(ctx, m)).To(Succeed())
 			}
 			time.Sleep(300 * time.Millisecond) // some applied, some not
-			operator.kill()
+			operator.Kill()
 			resize(ctx, t, c, 2) // specs change while it is down
 
 			op, err := runOperator(cfg)
@@ -97,13 +97,13 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 		}).
 		Assess("with two replicas only the leader writes, and the other takes over when it stops", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, c := NewWithT(t), kube(t, cfg)
-			g.Expect(operator.stop()).To(Succeed())
+			g.Expect(operator.Stop()).To(Succeed())
 			election := []string{"--leader-elect", "--leader-election-namespace", ns}
 			first, err := runOperator(cfg, election...)
 			g.Expect(err).NotTo(HaveOccurred())
 			second, err := runOperator(cfg, election...)
 			g.Expect(err).NotTo(HaveOccurred())
-			t.Cleanup(func() { _ = first.stop(); _ = second.stop() })
+			t.Cleanup(func() { _ = first.Stop(); _ = second.Stop() })
 
 			isLeader := func(o *hostOperator) bool {
 				v, err := o.metricSum("leader_election_master_status")
@@ -129,7 +129,7 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 			// SIGTERM: the leader releases its lease, so failover does not
 			// wait for the lease to expire (15 s).
 			start := time.Now()
-			g.Expect(leader.stop()).To(Succeed())
+			g.Expect(leader.Stop()).To(Succeed())
 			g.Eventually(func() bool { return isLeader(follower) }).WithTimeout(15 * time.Second).WithPolling(100 * time.Millisecond).Should(BeTrue())
 			t.Logf("failover took %s", time.Since(start).Round(time.Millisecond))
 
@@ -137,7 +137,7 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 			convergedAll(t, c, 1)
 
 			// Later features expect the single operator back.
-			g.Expect(follower.stop()).To(Succeed())
+			g.Expect(follower.Stop()).To(Succeed())
 			op, err := runOperator(cfg)
 			g.Expect(err).NotTo(HaveOccurred())
 			operator = op

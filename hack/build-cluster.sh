@@ -6,17 +6,16 @@
 #   hack/build-cluster.sh [control-plane]   etcd, kube-apiserver, kube-controller-manager,
 #                                           kube-scheduler, kubectl, kwok, kwokctl
 #   hack/build-cluster.sh node              the real node's kubelet and kube-proxy
-#                                           (v1.34) and CoreDNS
+#                                           (NODE_VERSION) and CoreDNS
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN_DIR="${BIN_DIR:-${ROOT}/bin/k8s}"
-KUBE_VERSION="v1.37.2"
-KWOK_VERSION="v0.8.0"
-NODE_VERSION="v1.34.4"
+# shellcheck source=versions.env
+source "${ROOT}/hack/versions.env"
 mkdir -p "${BIN_DIR}"
 
-kube_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean"
+kube_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${KUBE_MINOR} -X k8s.io/component-base/version.gitTreeState=clean"
 kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBE_VERSION#v}"
 
 # build NAME MODULE_DIR PACKAGE LDFLAGS
@@ -47,7 +46,7 @@ control_plane() {
 }
 
 node() {
-  local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${NODE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34 -X k8s.io/component-base/version.gitTreeState=clean"
+  local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${NODE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${NODE_MINOR} -X k8s.io/component-base/version.gitTreeState=clean"
   build kubelet node k8s.io/kubernetes/cmd/kubelet "${ldflags}"
   build kube-proxy node k8s.io/kubernetes/cmd/kube-proxy "${ldflags}"
   build coredns coredns github.com/coredns/coredns "-s -w"

@@ -23,6 +23,8 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=versions.env
+source "${ROOT}/hack/versions.env"
 BIN_DIR="${BIN_DIR:-${ROOT}/bin/k8s}"
 STATE_DIR="${STATE_DIR:-${ROOT}/.local}"
 CLUSTER_NAME="${CLUSTER_NAME:-memcached-operator}"
@@ -36,7 +38,7 @@ KUBECONFIG_PATH="${STATE_DIR}/${CLUSTER_NAME}.kubeconfig"
 
 export KWOK_WORKDIR="${STATE_DIR}/kwok"
 export KWOK_RUNTIME=binary
-export KWOK_KUBE_VERSION=v1.37.2
+export KWOK_KUBE_VERSION="${KUBE_VERSION}"
 export KWOK_KUBECTL_BINARY="${BIN_DIR}/kubectl"
 # kwokctl runs the first kubectl on PATH when there is one: make it ours.
 export PATH="${BIN_DIR}:${PATH}"

@@ -27,6 +27,8 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=versions.env
+source "${ROOT}/hack/versions.env"
 IMAGE_DIR="${IMAGE_DIR:-${ROOT}/bin/images}"
 STATE_DIR="${STATE_DIR:-${ROOT}/.local}"
 NODE_TOOLS="${ROOT}/hack/tools/node"
@@ -104,26 +106,26 @@ need_host_file() {
 }
 
 pause() {
-  local name=localhost/pause:3.10 src
+  local name="${PAUSE_IMAGE}" src
   src="$(cd "${NODE_TOOLS}" && go mod download k8s.io/kubernetes && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c"
   local h
   h="$(hash_of "${src}" <(gcc --version))"
   current "${name}" "${h}" && { echo "up to date: ${name}"; return; }
   docker_ready
   mkdir -p "${work}/pause"
-  gcc -Os -static -DVERSION=v3.10-local -o "${work}/pause/pause" "${src}"
+  gcc -Os -static -DVERSION="${PAUSE_IMAGE##*:}-local" -o "${work}/pause/pause" "${src}"
   strip "${work}/pause/pause"
   import_rootfs "${name}" "${work}/pause" 'ENTRYPOINT ["/pause"]' 'USER 65535:65535'
   save "${name}" "${h}"
 }
 
 memcached() {
-  local name=localhost/memcached:1.6.18 bin=/usr/bin/memcached
+  local name="${LOCAL_MEMCACHED_IMAGE}" bin=/usr/bin/memcached
   need_host_file "${bin}" memcached
   local libs h
   libs="$(ldd "${bin}" | awk '/=>/ {print $3} /ld-linux/ {print $1}' | sort -u)"
   # shellcheck disable=SC2086
-  h="$(hash_of "${bin}" ${libs} <(echo "${name} localhost/memcached:1.6"))"
+  h="$(hash_of "${bin}" ${libs} <(echo "${name} ${LOCAL_MEMCACHED_IMAGE_MINOR}"))"
   current "${name}" "${h}" && { echo "up to date: ${name}"; return; }
   docker_ready
   local dir="${work}/memcached"
@@ -138,12 +140,12 @@ memcached() {
   import_rootfs "${name}" "${dir}" 'ENTRYPOINT ["/usr/bin/memcached"]' 'USER 1001:1001' 'ENV PATH=/usr/bin:/bin'
   # A second name of the same image, as registries tag a minor release: an
   # image change without a second build.
-  docker tag "${name}" localhost/memcached:1.6
-  save "${name}" "${h}" localhost/memcached:1.6
+  docker tag "${name}" "${LOCAL_MEMCACHED_IMAGE_MINOR}"
+  save "${name}" "${h}" "${LOCAL_MEMCACHED_IMAGE_MINOR}"
 }
 
 busybox() {
-  local name=localhost/busybox:1.35 bin=/bin/busybox
+  local name="${LOCAL_CLIENT_IMAGE}" bin=/bin/busybox
   need_host_file "${bin}" busybox-static
   local h
   h="$(hash_of "${bin}")"

@@ -23,6 +23,8 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=versions.env
+source "${ROOT}/hack/versions.env"
 BIN_DIR="${BIN_DIR:-${ROOT}/bin/k8s}"
 IMAGE_DIR="${IMAGE_DIR:-${ROOT}/bin/images}"
 NODE_DIR="$(realpath -m "${NODE_DIR:-${ROOT}/.local/real-node}")"
@@ -32,7 +34,6 @@ CNI_BIN_DIR=/usr/lib/cni
 BRIDGE=mcop0
 POD_SUBNET=10.244.0.0/24
 CLUSTER_DOMAIN=cluster.local
-PAUSE_IMAGE=localhost/pause:3.10
 KUBELET_PORT=10250
 KUBELET_HEALTHZ_PORT=10248
 # The machine's one real node: its owner file (see one_per_machine), and what

@@ -8,6 +8,8 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=versions.env
+source "${ROOT}/hack/versions.env"
 KUBECTL="${ROOT}/bin/k8s/kubectl"
 CLUSTER_NAME="${CLUSTER_NAME:-memcached-operator}"
 
@@ -28,7 +30,7 @@ echo "Installing the Memcached CRD"
 flags=()
 if [[ -z "${KUBECONFIG_WAS_SET:-}" && "${REAL_NODE:-0}" == 1 ]]; then
   # The real node pulls nothing: memcached runs from the image hack/images.sh made.
-  flags+=(--memcached-image=localhost/memcached:1.6.18)
+  flags+=(--memcached-image="${LOCAL_MEMCACHED_IMAGE}")
 fi
 
 echo "Starting the operator (bin/manager)"

@@ -12,8 +12,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +31,7 @@ import (
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/localcluster"
+	"github.com/example/memcached-operator/internal/repo"
 	"github.com/example/memcached-operator/internal/testenv"
 	"github.com/example/memcached-operator/pkg/desired"
 )
@@ -74,10 +73,7 @@ func run(m *testing.M) int {
 // kubectl runs the kubectl of bin/k8s on the test cluster.
 func kubectl(t *testing.T, stdin []byte, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(testenv.RepoRoot(), "bin", "k8s", "kubectl"), append([]string{"--kubeconfig", cluster.Kubeconfig}, args...)...)
-	cmd.Stdin = bytes.NewReader(stdin)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return repo.Kubectl(context.Background(), cluster.Kubeconfig, stdin, args...)
 }
 
 // bundle is the install bundle: what `make build-installer` writes to dist/install.yaml.
@@ -89,7 +85,7 @@ func bundle(t *testing.T) []byte {
 // kustomize builds the overlay manifests/<overlay>.
 func kustomize(t *testing.T, overlay string) []byte {
 	t.Helper()
-	out, err := kubectl(t, nil, "kustomize", filepath.Join(testenv.RepoRoot(), "manifests", overlay))
+	out, err := kubectl(t, nil, "kustomize", repo.Path("manifests", overlay))
 	if err != nil {
 		t.Fatalf("kustomize: %v\n%s", err, out)
 	}
@@ -128,7 +124,7 @@ func TestBundlePassesServerSideDryRun(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("deployment.apps/memcached-operator-controller-manager serverside-applied (server dry run)"))
 	g.Expect(out).NotTo(ContainSubstring("Warning"), "no deprecation or validation warnings")
 
-	samples, err := kubectl(t, nil, "kustomize", filepath.Join(testenv.RepoRoot(), "manifests", "samples"))
+	samples, err := kubectl(t, nil, "kustomize", repo.Path("manifests", "samples"))
 	g.Expect(err).NotTo(HaveOccurred(), samples)
 	out, err = kubectl(t, []byte(samples), "apply", "--server-side", "--dry-run=server", "-n", "default", "-f", "-")
 	g.Expect(err).NotTo(HaveOccurred(), out)

@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/example/memcached-operator/internal/testenv"
+	"github.com/example/memcached-operator/internal/repo"
 )
 
 // Cluster is a running local cluster.
@@ -89,6 +91,34 @@ func (c *Cluster) KwokWorkdir() string {
 	return filepath.Join(c.StateDir, "kwok")
 }
 
+// PIDs are the process IDs of the cluster's components (etcd,
+// kube-apiserver, kube-controller-manager, ...), as kwokctl records them.
+func (c *Cluster) PIDs() (map[string]int, error) {
+	files, err := filepath.Glob(filepath.Join(c.KwokWorkdir(), "clusters", c.Name, "pids", "*.pid"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("no PID files of cluster %s in %s: %v", c.Name, c.KwokWorkdir(), err)
+	}
+	pids := map[string]int{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		pids[strings.TrimSuffix(filepath.Base(f), ".pid")] = pid
+	}
+	return pids, nil
+}
+
+// ServiceAccountKubeconfig is a kubeconfig that authenticates as the
+// ServiceAccount sa of namespace ns, with a token from the TokenRequest API.
+func (c *Cluster) ServiceAccountKubeconfig(ctx context.Context, ns, sa string) ([]byte, error) {
+	return c.script(ctx, nil, "sa-kubeconfig", ns, sa)
+}
+
 // AuditLog is the path of the apiserver's audit log.
 func (c *Cluster) AuditLog(ctx context.Context) (string, error) {
 	out, err := c.script(ctx, nil, "audit-log")
@@ -98,7 +128,7 @@ func (c *Cluster) AuditLog(ctx context.Context) (string, error) {
 func (c *Cluster) script(ctx context.Context, env []string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(testenv.RepoRoot(), "hack", "cluster.sh"), args...)
+	cmd := exec.CommandContext(ctx, repo.Path("hack", "cluster.sh"), args...)
 	cmd.Env = append(os.Environ(), append(env, "CLUSTER_NAME="+c.Name, "STATE_DIR="+c.StateDir)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -24,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/repo"
 )
 
 // Scheme holds the built-in Kubernetes types, CustomResourceDefinitions and ours.
@@ -41,12 +41,6 @@ func newScheme() *k8sruntime.Scheme {
 		panic(err)
 	}
 	return s
-}
-
-// RepoRoot is the repository's top folder.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
 // Env is a running kube-apiserver with the Memcached CRD installed.
@@ -74,7 +68,7 @@ func Start() (*Env, error) {
 	}
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
-		assets = filepath.Join(RepoRoot(), "bin", "k8s")
+		assets = repo.Path("bin", "k8s")
 	}
 	for _, b := range []string{"etcd", "kube-apiserver"} {
 		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
@@ -83,7 +77,7 @@ func Start() (*Env, error) {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "manifests", "crd", "bases")},
+		CRDDirectoryPaths:     []string{repo.Path("manifests", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                Scheme,
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/localcluster"
+	"github.com/example/memcached-operator/internal/repo"
 	"github.com/example/memcached-operator/internal/testenv"
 )
 
@@ -66,7 +66,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
-		Paths:              []string{filepath.Join(testenv.RepoRoot(), "manifests", "crd", "bases")},
+		Paths:              []string{repo.Path("manifests", "crd", "bases")},
 		ErrorIfPathMissing: true,
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, "installing CRDs:", err)

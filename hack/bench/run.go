@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/localcluster"
+	"github.com/example/memcached-operator/internal/repo"
+)
+
+const (
+	operatorNamespace = "memcached-bench"
+	operatorSA        = "memcached-operator"
+	operatorUser      = "system:serviceaccount:" + operatorNamespace + ":" + operatorSA
+	// benchNamespace holds the Memcacheds of the measured phases.
+	benchNamespace = "bench"
+	// steadyPhase names the phase in which nothing changes.
+	steadyPhase = "steady"
+)
+
+var scheme = newScheme()
+
+func newScheme() *k8sruntime.Scheme {
+	s := k8sruntime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = cachev1alpha1.AddToScheme(s)
+	return s
+}
+
+// run is one run of the bench: N Memcacheds on a fresh cluster.
+type run struct {
+	cfg      config
+	n        int
+	names    []string // the Memcacheds' names
+	cluster  *localcluster.Cluster
+	rest     *rest.Config
+	c        client.Client
+	auditLog string
+	procs    processes
+	op       *operatorProcess
+	// watch reads the bench namespace from watches.
+	watch client.Reader
+
+	baseline    time.Duration
+	baselineCPU map[string]float64
+	phases      []phase
+}
+
+// runOnce measures the operator with n Memcacheds on a cluster of its own,
+// and returns the report of what it measured, also when it stopped early.
+func runOnce(cfg config, n int) (string, error) {
+	r := &run{cfg: cfg, n: n, names: names("cache", n)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := r.execute(ctx)
+	if r.cluster != nil {
+		if derr := r.cluster.Delete(context.Background()); derr != nil {
+			fmt.Fprintln(os.Stderr, "bench: deleting the cluster:", derr)
+		}
+	}
+	return r.render(), err
+}
+
+// execute sets the stage, then measures each phase in turn.
+func (r *run) execute(ctx context.Context) error {
+	if err := r.setUp(ctx); err != nil {
+		return err
+	}
+	defer r.op.stop()
+
+	phases := []struct {
+		name string
+		act  func(context.Context) error
+	}{
+		{"create", r.create},
+		{fmt.Sprintf("%s (%s)", steadyPhase, r.cfg.steady), r.idle},
+		{"scale to 2", r.scale},
+		{"delete", r.delete},
+	}
+	if r.cfg.createOnly {
+		phases = phases[:1]
+	}
+	heapTaken := false
+	heap := func() {
+		if r.cfg.profile && !heapTaken {
+			r.op.heapProfile(filepath.Join(repo.Root(), "bin", "bench", fmt.Sprintf("heap-%d.pprof", r.n)))
+			heapTaken = true
+		}
+	}
+	defer heap() // when a phase failed, or after the last one kept
+	for _, p := range phases {
+		if p.name == "delete" {
+			heap() // the heap with every object cached
+		}
+		stopProfile := func() {}
+		if r.cfg.profile && p.name == "create" {
+			stopProfile = r.op.cpuProfile(filepath.Join(repo.Root(), "bin", "bench", fmt.Sprintf("cpu-%d.pprof", r.n)))
+		}
+		err := r.measure(ctx, p.name, p.act)
+		if err != nil {
+			return err
+		}
+		stopProfile()
+	}
+	return r.promisesKept()
+}
+
+// setUp creates the cluster, runs the baseline, installs the CRD and the
+// operator's user, and starts the operator.
+func (r *run) setUp(ctx context.Context) error {
+	fmt.Fprintf(os.Stderr, "== N=%d: creating a local cluster\n", r.n)
+	var err error
+	r.cluster, err = localcluster.Create(ctx, fmt.Sprintf("bench-%d", r.n), localcluster.Options{AuditUser: operatorUser, FakeNodes: 4})
+	if err != nil {
+		return err
+	}
+	if r.auditLog, err = r.cluster.AuditLog(ctx); err != nil {
+		return err
+	}
+	if r.procs, err = r.cluster.PIDs(); err != nil {
+		return err
+	}
+	if r.rest, err = r.cluster.Config(); err != nil {
+		return err
+	}
+	if r.c, err = client.New(r.rest, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+
+	if !r.cfg.skipBaseline {
+		fmt.Fprintf(os.Stderr, "== N=%d: baseline, %d Deployments and Services without the operator\n", r.n, r.n)
+		if r.baseline, r.baselineCPU, err = runBaseline(ctx, r.rest, r.c, r.n, r.procs); err != nil {
+			return err
+		}
+	}
+	if out, err := repo.Kubectl(ctx, r.cluster.Kubeconfig, nil, "apply", "--server-side", "-f", repo.Path("manifests", "crd", "bases")); err != nil {
+		return fmt.Errorf("installing the CRD: %w: %s", err, out)
+	}
+	if err := setUpOperatorUser(ctx, r.c); err != nil {
+		return err
+	}
+	if r.cfg.unrelated > 0 {
+		fmt.Fprintf(os.Stderr, "== N=%d: %d unrelated Deployments\n", r.n, r.cfg.unrelated)
+		if err := createUnrelated(ctx, r.c, r.cfg.unrelated); err != nil {
+			return err
+		}
+	}
+	sa, err := r.cluster.ServiceAccountKubeconfig(ctx, operatorNamespace, operatorSA)
+	if err != nil {
+		return err
+	}
+	saKubeconfig := filepath.Join(r.cluster.StateDir, "operator.kubeconfig")
+	if err := os.WriteFile(saKubeconfig, sa, 0o600); err != nil {
+		return err
+	}
+	if r.op, err = startOperator(r.cfg, saKubeconfig); err != nil {
+		return err
+	}
+
+	if err := r.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}); err != nil {
+		r.op.stop()
+		return err
+	}
+	if r.watch, err = watchNamespace(ctx, r.rest, benchNamespace); err != nil {
+		r.op.stop()
+		return err
+	}
+	// The Memcached informer starts on the first list: before the clock does.
+	if err := r.watch.List(ctx, &cachev1alpha1.MemcachedList{}, client.InNamespace(benchNamespace)); err != nil {
+		r.op.stop()
+		return err
+	}
+	return nil
+}
+
+// measure runs one phase and records what it cost: wall time, the
+// operator's requests from the audit log, CPU and memory.
+func (r *run) measure(ctx context.Context, name string, act func(context.Context) error) error {
+	fmt.Fprintf(os.Stderr, "== N=%d: %s\n", r.n, name)
+	off := fileSize(r.auditLog)
+	cpu0, stack0 := r.op.cpuSeconds(), r.procs.cpu()
+	start := time.Now()
+	actErr := act(ctx)
+	p := phase{name: name, wall: time.Since(start), cpu: r.op.cpuSeconds() - cpu0, rss: r.op.peakRSS(), stack: since(r.procs.cpu(), stack0)}
+	if actErr != nil {
+		// What it cost until it stopped is still worth reading.
+		p.name += " (stopped early)"
+	}
+	time.Sleep(500 * time.Millisecond) // let the last audit lines land
+	if err := countAudit(r.auditLog, off, &p); err != nil {
+		return err
+	}
+	r.phases = append(r.phases, p)
+	if actErr != nil {
+		return fmt.Errorf("%s: %w (operator peak RSS so far %d MiB, CPU %.1f s)", name, actErr, p.rss/1024, p.cpu)
+	}
+	fmt.Fprintf(os.Stderr, "   %s: %s, %d writes, %d events, %d 409s, CPU %.1f s, peak RSS %d MiB\n",
+		name, p.wall.Round(time.Millisecond), p.writes, p.events, p.conflict, p.cpu, p.rss/1024)
+	return nil
+}
+
+// promisesKept checks the promises no run may break, whatever the
+// machine's speed: no conflict in any phase, no request at rest.
+func (r *run) promisesKept() error {
+	var broken []string
+	for _, p := range r.phases {
+		if p.conflict > 0 {
+			broken = append(broken, fmt.Sprintf("%s: %d conflicts (409)", p.name, p.conflict))
+		}
+		if strings.HasPrefix(p.name, steadyPhase) && p.total() > 0 {
+			broken = append(broken, fmt.Sprintf("%s: %d requests while nothing changed", p.name, p.total()))
+		}
+	}
+	if len(broken) > 0 {
+		return errors.New("promise broken: " + strings.Join(broken, "; "))
+	}
+	return nil
+}
+
+func (r *run) progress(done int) {
+	fmt.Fprintf(os.Stderr, "   %d of %d converged, operator RSS %d MiB (peak %d MiB), CPU %.0f s\n",
+		done, r.n, r.op.rss()/1024, r.op.peakRSS()/1024, r.op.cpuSeconds())
+}
+
+func (r *run) create(ctx context.Context) error {
+	if err := parallel(r.names, func(name string) error {
+		return r.c.Create(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: name}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}})
+	}); err != nil {
+		return err
+	}
+	return waitConverged(ctx, r.watch, r.n, 1, r.convergeTimeout(), r.progress)
+}
+
+// idle is the steady phase: nothing changes, the operator resyncs.
+func (r *run) idle(context.Context) error {
+	time.Sleep(r.cfg.steady)
+	return nil
+}
+
+func (r *run) scale(ctx context.Context) error {
+	if err := parallel(r.names, func(name string) error {
+		m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: name}}
+		return r.c.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))
+	}); err != nil {
+		return err
+	}
+	return waitConverged(ctx, r.watch, r.n, 2, r.convergeTimeout(), r.progress)
+}
+
+func (r *run) delete(ctx context.Context) error {
+	// One by one, as the creates: a single delete-collection of thousands
+	// outlasts the apiserver's request timeout on this machine.
+	if err := parallel(r.names, func(name string) error {
+		return client.IgnoreNotFound(r.c.Delete(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: name}}))
+	}); err != nil {
+		return err
+	}
+	return waitGone(ctx, r.watch)
+}
+
+// convergeTimeout bounds a phase's wait: on 2 cores, 300 ms per Memcached,
+// at least 10 minutes, unless -timeout says otherwise.
+func (r *run) convergeTimeout() time.Duration {
+	if r.cfg.timeout > 0 {
+		return r.cfg.timeout
+	}
+	return max(10*time.Minute, time.Duration(r.n)*300*time.Millisecond)
+}
+
+func names(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%05d", prefix, i)
+	}
+	return out
+}
