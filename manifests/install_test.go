@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/jsonconv"
 	"github.com/example/memcached-operator/internal/localcluster"
 	"github.com/example/memcached-operator/internal/repo"
 	"github.com/example/memcached-operator/internal/testenv"
@@ -181,12 +182,8 @@ func TestPodsMeetRestrictedPodSecurity(t *testing.T) {
 
 func podFromApplyConfiguration(t *testing.T, ac any) corev1.PodTemplateSpec {
 	t.Helper()
-	raw, err := jsonMarshal(ac)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var d appsv1.Deployment
-	if err := yaml.Unmarshal(raw, &d); err != nil {
+	if err := jsonconv.Convert(ac, &d); err != nil {
 		t.Fatal(err)
 	}
 	return d.Spec.Template

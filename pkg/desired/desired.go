@@ -9,8 +9,6 @@ package desired
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -23,6 +21,7 @@ import (
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/jsonconv"
 )
 
 const (
@@ -208,13 +207,9 @@ func podSpec(m *cachev1alpha1.Memcached, defaultImage string) *corev1ac.PodSpecA
 // field for field: both have the same JSON form. A value that came out of
 // the API always encodes, so a failure here is a bug, and panics.
 func passThrough[A any, T any](v *T) *A {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("encoding %T: %v", v, err))
-	}
 	a := new(A)
-	if err := json.Unmarshal(raw, a); err != nil {
-		panic(fmt.Sprintf("decoding %T into %T: %v", v, a, err))
+	if err := jsonconv.Convert(v, a); err != nil {
+		panic(err.Error())
 	}
 	return a
 }

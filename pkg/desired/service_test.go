@@ -1,7 +1,6 @@
 package desired
 
 import (
-	"encoding/json"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/jsonconv"
 )
 
 func TestService(t *testing.T) {
@@ -111,17 +111,9 @@ func TestSchedulingFieldsPassThrough(t *testing.T) {
 	// What the Deployment's pod template says, decoded as the API type, is
 	// exactly what the spec said.
 	got := &corev1.PodTemplateSpec{}
-	g.Expect(convertJSON(d.Spec.Template, got)).To(Succeed())
+	g.Expect(jsonconv.Convert(d.Spec.Template, got)).To(Succeed())
 	g.Expect(got.Spec.NodeSelector).To(Equal(m.Spec.NodeSelector))
 	g.Expect(got.Spec.Affinity).To(Equal(affinity))
 	g.Expect(got.Spec.Tolerations).To(Equal(tolerations))
 	g.Expect(got.Spec.TopologySpreadConstraints).To(Equal([]corev1.TopologySpreadConstraint{spread}), "set: replaces the default spreading")
-}
-
-func convertJSON(from, to any) error {
-	raw, err := json.Marshal(from)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(raw, to)
 }

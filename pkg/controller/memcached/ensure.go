@@ -2,7 +2,6 @@ package memcached
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/jsonconv"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
 )
@@ -191,12 +191,8 @@ func ensure[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, 
 // Client.Apply decoded into want.
 func answer[T client.Object, A runtime.ApplyConfiguration](k ownedKind[T, A], want A) (*owned.Summary, error) {
 	obj := k.newObj()
-	raw, err := json.Marshal(want)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s: %w", k.kind, err)
-	}
-	if err := json.Unmarshal(raw, obj); err != nil {
-		return nil, fmt.Errorf("decoding %s: %w", k.kind, err)
+	if err := jsonconv.Convert(want, obj); err != nil {
+		return nil, err
 	}
 	return owned.Observed(obj)
 }
