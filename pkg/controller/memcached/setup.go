@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,11 +29,10 @@ type Options struct {
 // objects it owns. mgr's cache must be set up by CacheOptions with the
 // same namespaces.
 func Setup(mgr ctrl.Manager, o Options) error {
-	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	store, err := owned.NewStore(mgr.GetConfig(), mgr.GetHTTPClient(), o.WatchNamespaces, labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedBy}))
 	if err != nil {
-		return fmt.Errorf("creating the clientset: %w", err)
+		return fmt.Errorf("creating the store of owned objects: %w", err)
 	}
-	store := owned.NewStore(cs, o.WatchNamespaces, labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedBy}))
 	if err := mgr.Add(store); err != nil {
 		return fmt.Errorf("adding the store of owned objects: %w", err)
 	}

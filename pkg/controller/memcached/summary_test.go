@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,7 +44,10 @@ func TestStoreHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
 	})
 	converged(t, m)
 
-	store := owned.NewStore(kubernetes.NewForConfigOrDie(cfg), []string{ns}, labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedBy}))
+	hc, err := rest.HTTPClientFor(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	store, err := owned.NewStore(cfg, hc, []string{ns}, labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedBy}))
+	g.Expect(err).NotTo(HaveOccurred())
 	go func() { _ = store.Start(ctx) }()
 	c, err := cache.New(cfg, memcached.CacheOptions(cache.Options{Scheme: testenv.Scheme}, []string{ns}))
 	g.Expect(err).NotTo(HaveOccurred())
