@@ -4,7 +4,9 @@ package localcluster
 
 import (
 	"context"
-	"os/exec"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,10 +87,29 @@ func TestClusterRunsDeployments(t *testing.T) {
 		g.Expect(pods.Items).To(BeEmpty(), "pods garbage-collected")
 	}).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 
+	pids, err := c.PIDs()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pids).To(HaveKey("kube-apiserver"))
+	for name, pid := range pids {
+		g.Expect(running(pid)).To(BeTrue(), "%s (pid %d) runs before the cluster is deleted", name, pid)
+	}
 	g.Expect(c.Delete(ctx)).To(Succeed())
 	deleted = true
-	out, _ := exec.Command("pgrep", "-af", c.StateDir).Output()
-	g.Expect(string(out)).To(BeEmpty(), "processes of the deleted cluster still run")
+	for name, pid := range pids {
+		g.Expect(running(pid)).To(BeFalse(), "%s (pid %d) of the deleted cluster still runs", name, pid)
+	}
+}
+
+// running tells whether process pid exists and has not exited (a zombie
+// has exited).
+func running(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(fields) > 0 && fields[0] != "Z"
 }
 
 // TestTwoClustersAtOnce shows that two clusters with distinct names run
