@@ -67,6 +67,7 @@ verify: generate manifests ## Regenerate everything and fail on any difference, 
 test: k8s-binaries build $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run all tests: unit, integration (real kube-apiserver, local cluster) and end-to-end (with a real node).
 	go test -tags integration $(GO_TEST_FLAGS) ./...
 	go test -tags e2e -timeout 30m $(GO_TEST_FLAGS) ./e2e/...
+	$(MAKE) --no-print-directory bench-check
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only: no control plane, no cluster, nothing to build first.
@@ -84,6 +85,10 @@ FUZZTIME ?= 60s
 .PHONY: fuzz
 fuzz: k8s-binaries ## Fuzz the builders and the summary rule against a real kube-apiserver for FUZZTIME (60s); finds go to pkg/desired/testdata/fuzz.
 	go test -tags integration ./pkg/desired -run '^$$' -fuzz FuzzAdmittedSpecGivesAcceptedDeployment -fuzztime $(FUZZTIME) -fuzzminimizetime 100x
+
+.PHONY: bench-check
+bench-check: k8s-binaries build ## A small benchmark (20 Memcacheds, no baseline) that fails when a hard promise breaks: any 409, any request at rest.
+	go run ./hack/bench -n 20 -skip-baseline -steady 15s -sync-period 5s
 
 BENCH_N ?= 100,1000
 .PHONY: bench

@@ -44,10 +44,7 @@ func main() {
 		burst                   int
 		watchNamespaces         string
 	)
-	envImage := os.Getenv("MEMCACHED_IMAGE")
-	if envImage == "" {
-		envImage = desired.DefaultImage
-	}
+	envImage := memcachedImageDefault(os.Getenv)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; 0 disables it.")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, to callers authenticated and authorized by the apiserver.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics server (off: HTTP/2 stream cancellation and rapid reset CVEs).")
@@ -126,6 +123,16 @@ func main() {
 		log.Error(err, "The manager stopped with an error")
 		os.Exit(1)
 	}
+}
+
+// memcachedImageDefault is the default of --memcached-image: the
+// MEMCACHED_IMAGE environment variable (as the tutorial operator reads it),
+// else desired.DefaultImage.
+func memcachedImageDefault(getenv func(string) string) string {
+	if image := getenv("MEMCACHED_IMAGE"); image != "" {
+		return image
+	}
+	return desired.DefaultImage
 }
 
 // parseNamespaces reads --watch-namespaces: namespace names separated by

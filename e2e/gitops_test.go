@@ -5,11 +5,15 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -21,12 +25,16 @@ import (
 )
 
 // GitOps tools apply the Memcached spec with server-side apply, again and
-// again, while the operator writes status, an autoscaler owns spec.size
-// through the scale subresource, and a policy tool labels the Deployment.
-// Nobody conflicts and nobody's fields move.
+// again, each its own Memcached and both a shared one, while the operator
+// writes status, an autoscaler owns spec.size through the scale
+// subresource, and a policy tool labels the Deployment. Nobody conflicts
+// and nobody's fields move.
 func TestGitOpsCoOwnership(t *testing.T) {
 	var ns string
 	appliers := []string{"argocd-controller", "kustomize-controller"}
+	// shared is applied by both appliers, with the same intent.
+	const shared = "shared"
+	names := append(append([]string{}, appliers...), shared)
 	spec := func(threads int32) *cacheac.MemcachedSpecApplyConfiguration {
 		// size is left out: the autoscaler owns it.
 		return cacheac.MemcachedSpec().WithImage(desired.DefaultImage).WithMemoryLimitMiB(64).WithThreads(threads)
@@ -41,13 +49,16 @@ func TestGitOpsCoOwnership(t *testing.T) {
 			g, c := NewWithT(t), kube(t, cfg)
 			for round := range 6 {
 				for _, manager := range appliers {
-					ac := cacheac.Memcached(manager, ns).WithSpec(spec(2))
-					// No force: a conflict with the operator would be an error here.
-					g.Expect(c.Apply(ctx, ac, client.FieldOwner(manager))).To(Succeed(), "round %d, %s", round, manager)
+					for _, name := range []string{manager, shared} {
+						ac := cacheac.Memcached(name, ns).WithSpec(spec(2))
+						// No force: a conflict with the operator or the other
+						// applier would be an error here.
+						g.Expect(c.Apply(ctx, ac, client.FieldOwner(manager))).To(Succeed(), "round %d, %s applying %s", round, manager, name)
+					}
 				}
 				if round == 2 {
-					// The autoscaler scales both caches through the scale subresource.
-					for _, name := range appliers {
+					// The autoscaler scales every cache through the scale subresource.
+					for _, name := range names {
 						scale := &autoscalingv1.Scale{}
 						m := &cachev1alpha1.Memcached{}
 						m.Name, m.Namespace = name, ns
@@ -58,36 +69,50 @@ func TestGitOpsCoOwnership(t *testing.T) {
 				}
 				time.Sleep(500 * time.Millisecond)
 			}
-			for _, name := range appliers {
+			for _, name := range names {
 				m, _ := converged(t, c, client.ObjectKey{Namespace: ns, Name: name}, 3)
-				// The applier sees no drift: what it owns is what it applied.
-				owned, err := cacheac.ExtractMemcached(m, name)
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(toJSON(t, owned.Spec)).To(MatchJSON(toJSON(t, spec(2))))
+				// Each applier sees no drift: what it owns is what it applied.
+				for _, manager := range appliers {
+					if name != manager && name != shared {
+						continue
+					}
+					owned, err := cacheac.ExtractMemcached(m, manager)
+					g.Expect(err).NotTo(HaveOccurred())
+					g.Expect(owned.Spec).NotTo(BeNil(), "%s owns its fields of %s", manager, name)
+					g.Expect(toJSON(t, owned.Spec)).To(MatchJSON(toJSON(t, spec(2))), "%s's fields of %s", manager, name)
+				}
 				g.Expect(*m.Spec.Size).To(Equal(int32(3)), "the autoscaler's size stands")
 			}
 			return ctx
 		}).
-		Assess("once converged, the Memcached stops changing", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("once converged, nothing changes: not the Memcacheds, not what the operator made", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, c := NewWithT(t), kube(t, cfg)
-			versions := map[string]string{}
-			for _, name := range appliers {
-				m, _ := converged(t, c, client.ObjectKey{Namespace: ns, Name: name}, 3)
-				versions[name] = m.ResourceVersion
+			versions := func() map[string]string {
+				out := map[string]string{}
+				for _, name := range names {
+					key := client.ObjectKey{Namespace: ns, Name: name}
+					for _, obj := range []client.Object{&cachev1alpha1.Memcached{}, &appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
+						g.Expect(c.Get(ctx, key, obj)).To(Succeed())
+						out[fmt.Sprintf("%T %s", obj, name)] = obj.GetResourceVersion()
+					}
+				}
+				return out
 			}
+			for _, name := range names {
+				converged(t, c, client.ObjectKey{Namespace: ns, Name: name}, 3)
+			}
+			before := versions()
 			// The operator resyncs every 5s when it runs here: two resyncs,
 			// and the appliers re-apply the same intent meanwhile.
 			for range 4 {
 				for _, manager := range appliers {
-					g.Expect(c.Apply(ctx, cacheac.Memcached(manager, ns).WithSpec(spec(2)), client.FieldOwner(manager))).To(Succeed())
+					for _, name := range []string{manager, shared} {
+						g.Expect(c.Apply(ctx, cacheac.Memcached(name, ns).WithSpec(spec(2)), client.FieldOwner(manager))).To(Succeed())
+					}
 				}
 				time.Sleep(3 * time.Second)
 			}
-			for _, name := range appliers {
-				m := &cachev1alpha1.Memcached{}
-				g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, m)).To(Succeed())
-				g.Expect(m.ResourceVersion).To(Equal(versions[name]), "%s changed at rest", name)
-			}
+			g.Expect(versions()).To(Equal(before), "no object changed at rest")
 			return ctx
 		}).
 		Assess("a third manager's labels and annotations on the Deployment survive", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {

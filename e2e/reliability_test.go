@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	operatorpkg "github.com/example/memcached-operator/internal/operator"
 )
 
 // The operator is killed mid-rollout and restarted, then runs as two
@@ -126,12 +128,25 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(followerPatches).To(BeZero(), "the follower writes nothing")
 
-			// SIGTERM: the leader releases its lease, so failover does not
-			// wait for the lease to expire (15 s).
+			lease := &coordinationv1.Lease{}
+			leaseKey := client.ObjectKey{Namespace: ns, Name: operatorpkg.LeaderElectionID}
+			g.Expect(c.Get(ctx, leaseKey, lease)).To(Succeed())
+			holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+			g.Expect(holder).NotTo(BeEmpty(), "the leader holds the Lease")
+			transitions := ptr.Deref(lease.Spec.LeaseTransitions, 0)
+
+			// SIGTERM: the leader releases its Lease, so failover does not
+			// wait for the lease to expire (15 s): the follower takes it on
+			// its next retry (every 2 s), well within the lease duration.
 			start := time.Now()
 			g.Expect(leader.Stop()).To(Succeed())
-			g.Eventually(func() bool { return isLeader(follower) }).WithTimeout(15 * time.Second).WithPolling(100 * time.Millisecond).Should(BeTrue())
-			t.Logf("failover took %s", time.Since(start).Round(time.Millisecond))
+			g.Eventually(func(g Gomega) {
+				g.Expect(isLeader(follower)).To(BeTrue(), "the follower leads")
+				g.Expect(c.Get(ctx, leaseKey, lease)).To(Succeed())
+				g.Expect(ptr.Deref(lease.Spec.HolderIdentity, "")).NotTo(BeElementOf("", holder), "the Lease names the new leader")
+				g.Expect(ptr.Deref(lease.Spec.LeaseTransitions, 0)).To(BeNumerically(">", transitions))
+			}).WithTimeout(8 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+			t.Logf("failover took %s; lease duration %ds", time.Since(start).Round(time.Millisecond), ptr.Deref(lease.Spec.LeaseDurationSeconds, 0))
 
 			resize(ctx, t, c, 1)
 			convergedAll(t, c, 1)

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,6 +17,9 @@ type Request struct {
 	ContentType string
 	Watch       bool
 	Code        int
+	// Body is the body of a DELETE (its options: preconditions,
+	// propagation); empty for other methods.
+	Body string
 }
 
 func (r Request) String() string {
@@ -88,6 +92,12 @@ func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		Path:        req.URL.Path,
 		ContentType: req.Header.Get("Content-Type"),
 		Watch:       req.URL.Query().Get("watch") == "true" || req.URL.Query().Get("watch") == "1",
+	}
+	if req.Method == http.MethodDelete && req.GetBody != nil {
+		if body, err := req.GetBody(); err == nil {
+			raw, _ := io.ReadAll(body)
+			r.Body = string(raw)
+		}
 	}
 	if resp != nil {
 		r.Code = resp.StatusCode

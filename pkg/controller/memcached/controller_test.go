@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -324,24 +326,48 @@ func TestOnlyAppliesAreWritten(t *testing.T) {
 	converged(t, m)
 	g.Expect(k8s.Patch(context.Background(), m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
 	converged(t, m)
+	// Down to 1: the budget is no longer wanted, and apply cannot delete.
+	budget := &policyv1.PodDisruptionBudget{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(m), budget)).To(Succeed())
+	g.Expect(k8s.Patch(context.Background(), m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":1}}`)))).To(Succeed())
+	converged(t, m)
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(m), &policyv1.PodDisruptionBudget{}))
+	}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue())
 
 	all := requests.Since(0)
-	var applies, others []testenv.Request
+	var applies, deletes, others []testenv.Request
 	for _, r := range all {
 		if strings.Contains(r.Path, "/events") || r.Method == http.MethodGet {
 			continue
 		}
-		if r.Method == http.MethodDelete && strings.Contains(r.Path, "/poddisruptionbudgets/") {
-			continue // apply cannot delete: a budget no longer wanted is deleted
-		}
-		if r.IsApply() {
+		switch {
+		case r.Method == http.MethodDelete && strings.Contains(r.Path, "/poddisruptionbudgets/"):
+			deletes = append(deletes, r)
+		case r.IsApply():
 			applies = append(applies, r)
-		} else {
+		default:
 			others = append(others, r)
 		}
 	}
 	g.Expect(applies).NotTo(BeEmpty())
 	g.Expect(others).To(BeEmpty(), "non-apply writes: %v", others)
+	g.Expect(deletes).To(ContainElement(HaveField("Path", HaveSuffix("/namespaces/"+ns+"/poddisruptionbudgets/cache"))), "this test's budget was deleted")
+	// The body is DeleteOptions, in protobuf: its one UID is the
+	// precondition's.
+	uid := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	for _, d := range deletes {
+		g.Expect(d.Body).To(ContainSubstring("DeleteOptions"), "%s", d)
+		g.Expect(uid.MatchString(d.Body)).To(BeTrue(), "every budget delete carries a UID precondition: %s", d)
+	}
+	mine := requests.Since(0, testenv.PathContains("/namespaces/"+ns+"/poddisruptionbudgets/cache"), func(r testenv.Request) bool { return r.Method == http.MethodDelete })
+	// A reconcile between the delete and the store seeing it may delete
+	// again, and find nothing (404): never another budget.
+	g.Expect(mine).To(ContainElement(HaveField("Code", http.StatusOK)))
+	for _, d := range mine {
+		g.Expect(d.Body).To(ContainSubstring(string(budget.UID)), "the precondition names the budget that was read")
+		g.Expect(d.Code).To(BeElementOf(http.StatusOK, http.StatusNotFound))
+	}
 }
 
 func TestDeletedDeploymentIsRecreated(t *testing.T) {

@@ -118,6 +118,11 @@ func TestPodDisruptionBudgetFollowsSize(t *testing.T) {
 		g.Expect(got.UID).NotTo(Equal(first), "a new budget")
 		g.Expect(metav1.IsControlledBy(got, m)).To(BeTrue())
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	resize(0)
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &policyv1.PodDisruptionBudget{}))
+	}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue(), "no budget without pods")
 }
 
 func TestForeignServiceAndPodDisruptionBudgetAreLeftAlone(t *testing.T) {

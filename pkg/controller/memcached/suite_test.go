@@ -29,6 +29,7 @@ import (
 // really roll out and garbage collection really happens. Every request the
 // controller sends is recorded at its transport.
 var (
+	cluster  *localcluster.Cluster
 	k8s      client.Client // the tests' own client; its requests are not recorded
 	cfg      *rest.Config  // the tests' own config, for caches of their own
 	requests = &testenv.Requests{}
@@ -50,7 +51,8 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	cluster, err := localcluster.Create(ctx, "controller-test", localcluster.Options{})
+	var err error
+	cluster, err = localcluster.Create(ctx, "controller-test", localcluster.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -1,0 +1,176 @@
+//go:build integration
+
+package memcached_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/testenv"
+)
+
+// While the Deployment controller has not reported on a Deployment the
+// operator just changed, the operator writes no status: it would say only
+// that the report is pending. The Deployment controller is held (SIGSTOP)
+// so that its report cannot come.
+func TestNoStatusIsWrittenUntilTheDeploymentControllerReports(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)})
+	converged(t, m)
+
+	pids, err := cluster.PIDs()
+	g.Expect(err).NotTo(HaveOccurred())
+	kcm := pids["kube-controller-manager"]
+	g.Expect(kcm).NotTo(BeZero())
+	g.Expect(syscall.Kill(kcm, syscall.SIGSTOP)).To(Succeed())
+	resumed := false
+	resume := func() {
+		if !resumed {
+			g.Expect(syscall.Kill(kcm, syscall.SIGCONT)).To(Succeed())
+			resumed = true
+		}
+	}
+	t.Cleanup(resume)
+
+	mark := requests.Mark()
+	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"threads":3}}`)))).To(Succeed())
+	dep := &appsv1.Deployment{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), dep)).To(Succeed())
+		g.Expect(dep.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--threads=3"))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the operator applies the change")
+	g.Expect(dep.Status.ObservedGeneration).To(BeNumerically("<", dep.Generation), "the Deployment controller is held")
+
+	statusWrites := func() []testenv.Request {
+		return requests.Since(mark, testenv.PathContains("/namespaces/"+ns+"/memcacheds/cache/status"),
+			func(r testenv.Request) bool { return r.Method != http.MethodGet })
+	}
+	g.Consistently(statusWrites).WithTimeout(3*syncPeriod).WithPolling(poll).Should(BeEmpty(),
+		"no status while the Deployment controller's report is pending, resyncs included")
+
+	resume()
+	got, _ := converged(t, m)
+	g.Expect(statusWrites()).NotTo(BeEmpty(), "the report, once in, is written")
+	g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+}
+
+// A Memcached the apiserver admits but whose Deployment it refuses is
+// reported with the apiserver's message, in Degraded and Stalled and an
+// event, and not retried in a loop: only a spec change can fix it.
+func TestRefusedDeploymentIsReportedAndNotRetried(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{
+		Size:        ptr.To[int32](1),
+		Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: "Sometimes"}},
+	})
+
+	g.Eventually(func(g Gomega) {
+		got := &cachev1alpha1.Memcached{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
+		for _, ct := range []string{cachev1alpha1.ConditionDegraded, cachev1alpha1.ConditionStalled} {
+			c := meta.FindStatusCondition(got.Status.Conditions, ct)
+			g.Expect(c).NotTo(BeNil(), ct)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), ct)
+			g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonApplyFailed), ct)
+			g.Expect(c.Message).To(ContainSubstring("tolerations"), "%s carries the apiserver's message", ct)
+		}
+		g.Expect(events(t, ns, "cache", "ApplyRejected")).NotTo(BeEmpty())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	mark := requests.Mark()
+	window := 3 * syncPeriod
+	time.Sleep(window)
+	applies := requests.Since(mark, testenv.PathContains("/namespaces/"+ns+"/deployments/cache"), func(r testenv.Request) bool { return r.IsApply() })
+	// A retry with the controller's backoff (5 ms, doubling) would send
+	// about ten in this window.
+	g.Expect(len(applies)).To(BeNumerically("<=", 1), "no hot retry: %v", applies)
+
+	// The spec fixed, the Deployment follows.
+	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"tolerations":[{"key":"dedicated","operator":"Exists"}]}}`)))).To(Succeed())
+	converged(t, m)
+}
+
+// A Memcached in a namespace being deleted, held there by another
+// controller's finalizer after its Deployment is gone, costs no write and
+// no reconcile error: no loop retries what cannot succeed.
+func TestTerminatingNamespaceCausesNoWritesAndNoErrors(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const hold = "test.example.com/hold"
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "terminating-"}}
+	g.Expect(k8s.Create(ctx, nsObj)).To(Succeed())
+	ns := nsObj.Name
+	m := &cachev1alpha1.Memcached{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache", Finalizers: []string{hold}},
+		Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)},
+	}
+	g.Expect(k8s.Create(ctx, m)).To(Succeed())
+	t.Cleanup(func() {
+		_ = k8s.Patch(context.Background(), m, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+	converged(t, m)
+
+	errorsBefore := reconcileErrors(t)
+	g.Expect(k8s.Delete(ctx, nsObj)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &cachev1alpha1.Memcached{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
+		g.Expect(got.DeletionTimestamp).NotTo(BeNil())
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(m), &appsv1.Deployment{})
+		g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+		g.Expect(err).To(HaveOccurred(), "the Deployment is gone")
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(Succeed())
+		g.Expect(nsObj.Status.Phase).To(Equal(corev1.NamespaceTerminating))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	mark := requests.Mark()
+	time.Sleep(3 * syncPeriod)
+	writes := requests.Since(mark, inNamespace(ns), testenv.NotWatch, func(r testenv.Request) bool {
+		return r.Method != http.MethodGet
+	})
+	g.Expect(writes).To(BeEmpty(), "nothing is written into a terminating namespace")
+	g.Expect(reconcileErrors(t)).To(Equal(errorsBefore), "no reconcile error")
+}
+
+// reconcileErrors is controller-runtime's count of the Memcached
+// controller's reconcile errors, from the in-process operator's registry.
+func reconcileErrors(t *testing.T) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_errors_total" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "memcached" {
+					return s.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatal(fmt.Errorf("no controller_runtime_reconcile_errors_total for the memcached controller"))
+	return 0
+}
