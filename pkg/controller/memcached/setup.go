@@ -6,10 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
-	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
 )
@@ -56,9 +54,10 @@ func Setup(mgr ctrl.Manager, o Options) error {
 // than starting a watch of it.
 func CacheOptions(base cache.Options, namespaces []string) cache.Options {
 	base.ReaderFailOnMissingInformer = true
-	base.ByObject = map[client.Object]cache.ByObject{
-		&cachev1alpha1.Memcached{}: {Transform: owned.KeepOwnManagedFields},
-	}
+	// A default transform, not one by object: an entry of ByObject makes
+	// the cache ask the apiserver's discovery at construction whether
+	// Memcacheds are namespaced, which fails while the CRD is new.
+	base.DefaultTransform = owned.KeepOwnManagedFields
 	if len(namespaces) > 0 {
 		base.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range namespaces {
