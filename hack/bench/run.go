@@ -13,13 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/localcluster"
+	"github.com/example/memcached-operator/internal/operator"
 	"github.com/example/memcached-operator/internal/repo"
 )
 
@@ -33,14 +33,14 @@ const (
 	steadyPhase = "steady"
 )
 
-var scheme = newScheme()
-
-func newScheme() *k8sruntime.Scheme {
-	s := k8sruntime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = cachev1alpha1.AddToScheme(s)
+// scheme is the operator's: the built-in types and ours.
+var scheme = func() *k8sruntime.Scheme {
+	s, err := operator.NewScheme()
+	if err != nil {
+		panic(err)
+	}
 	return s
-}
+}()
 
 // run is one run of the bench: N Memcacheds on a fresh cluster.
 type run struct {

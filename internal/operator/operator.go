@@ -27,9 +27,11 @@ type Options struct {
 	// leader election on or off and its namespace. New sets its scheme,
 	// cache and leader election ID.
 	Manager ctrl.Options
-	// SyncPeriod is how often every cached Memcached is reconciled again.
+	// SyncPeriod is the resync period of the manager's cache and of the
+	// controller's store: how often every Memcached is reconciled again.
 	SyncPeriod time.Duration
-	// Controller configures the Memcached controller.
+	// Controller configures the Memcached controller; New sets its
+	// SyncPeriod.
 	Controller memcached.Options
 }
 
@@ -61,6 +63,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
+	o.Controller.SyncPeriod = o.SyncPeriod
 	if err := memcached.Setup(mgr, o.Controller); err != nil {
 		return nil, fmt.Errorf("setting up the Memcached controller: %w", err)
 	}

@@ -32,16 +32,19 @@ import (
 // Runnable; it runs on every replica, leader or not, so that a new leader
 // starts with it filled.
 type Store struct {
+	resync time.Duration
 	// informers of each kind, by namespace ("" when watching all).
 	informers map[Kind]map[string]toolscache.SharedIndexInformer
 }
 
 // NewStore returns a Store of the objects labelled with selector in
 // namespaces (all namespaces when empty), watched with the configuration
-// and HTTP client of a manager. It uses the typed clients of the three
+// and HTTP client of a manager. Every resync, its informers hand each
+// object to their handlers again (0: never), as the manager's cache does
+// with its SyncPeriod: the controller's periodic look at every Memcached. It uses the typed clients of the three
 // kinds only: client-go's informer factory would link every API group's
 // informers into the binary (26 MB, and resident pages with them).
-func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector labels.Selector) (*Store, error) {
+func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector labels.Selector, resync time.Duration) (*Store, error) {
 	apps, err := appsv1client.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, err
@@ -58,7 +61,7 @@ func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector l
 		namespaces = []string{metav1.NamespaceAll}
 	}
 	sel := selector.String()
-	s := &Store{informers: map[Kind]map[string]toolscache.SharedIndexInformer{}}
+	s := &Store{resync: resync, informers: map[Kind]map[string]toolscache.SharedIndexInformer{}}
 	for _, ns := range namespaces {
 		s.add(KindDeployment, ns, &appsv1.Deployment{}, listWatch(sel,
 			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -102,6 +105,7 @@ func listWatch(sel string, list toolscache.ListWithContextFunc, watchFn toolscac
 func (s *Store) add(k Kind, ns string, example runtime.Object, lw *toolscache.ListWatch) {
 	inf := toolscache.NewSharedIndexInformerWithOptions(lw, example, toolscache.SharedIndexInformerOptions{
 		ObjectDescription: fmt.Sprintf("%s summaries", k),
+		ResyncPeriod:      s.resync,
 	})
 	// Before the informer starts, so it holds nothing but summaries.
 	_ = inf.SetTransform(summarize)

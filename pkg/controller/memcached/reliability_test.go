@@ -4,7 +4,6 @@ package memcached_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"syscall"
 	"testing"
@@ -159,22 +158,38 @@ func TestTerminatingNamespaceCausesNoWritesAndNoErrors(t *testing.T) {
 // controller's reconcile errors, from the in-process operator's registry.
 func reconcileErrors(t *testing.T) float64 {
 	t.Helper()
+	return counterSum(t, "controller_runtime_reconcile_errors_total", "controller", "memcached")
+}
+
+// counterSum sums the samples of a counter of the in-process operator's
+// metrics registry, those with label name=value when given.
+func counterSum(t *testing.T, name string, label ...string) float64 {
+	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	var sum float64
+	found := false
 	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_errors_total" {
+		if f.GetName() != name {
 			continue
 		}
+		found = true
+	next:
 		for _, s := range f.GetMetric() {
-			for _, l := range s.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "memcached" {
-					return s.GetCounter().GetValue()
+			if len(label) == 2 {
+				for _, l := range s.GetLabel() {
+					if l.GetName() == label[0] && l.GetValue() != label[1] {
+						continue next
+					}
 				}
 			}
+			sum += s.GetCounter().GetValue()
 		}
 	}
-	t.Fatal(fmt.Errorf("no controller_runtime_reconcile_errors_total for the memcached controller"))
-	return 0
+	if !found {
+		t.Fatalf("no metric %s", name)
+	}
+	return sum
 }
