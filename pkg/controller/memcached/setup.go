@@ -2,6 +2,7 @@ package memcached
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,13 +22,19 @@ type Options struct {
 	WatchNamespaces []string
 	// MaxConcurrentReconciles is the number of Memcacheds reconciled at once.
 	MaxConcurrentReconciles int
+	// SyncPeriod is how often every Memcached is reconciled again, though
+	// nothing changed (0: never): the resync period of the store of owned
+	// objects, whose events reconcile their Memcached. (A resync of the
+	// Memcacheds themselves reconciles nothing: the controller reacts to
+	// new generations only.)
+	SyncPeriod time.Duration
 }
 
 // Setup adds the Memcached controller to mgr, with the store of the
 // objects it owns. mgr's cache must be set up by CacheOptions with the
 // same namespaces.
 func Setup(mgr ctrl.Manager, o Options) error {
-	store, err := owned.NewStore(mgr.GetConfig(), mgr.GetHTTPClient(), o.WatchNamespaces, labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedBy}))
+	store, err := owned.NewStore(mgr.GetConfig(), mgr.GetHTTPClient(), o.WatchNamespaces, labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedBy}), o.SyncPeriod)
 	if err != nil {
 		return fmt.Errorf("creating the store of owned objects: %w", err)
 	}
