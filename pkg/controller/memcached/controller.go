@@ -38,7 +38,7 @@ import (
 const deploymentReportTimeout = 30 * time.Second
 
 // foreignRecheckInterval is how often a Memcached blocked by a Deployment it
-// does not own is looked at again; such a Deployment is outside the cache, so
+// does not own is looked at again; such a Deployment is outside the store, so
 // its removal raises no event.
 const foreignRecheckInterval = 30 * time.Second
 
@@ -59,7 +59,7 @@ const (
 
 // Reconciler reconciles Memcached objects.
 type Reconciler struct {
-	// Client reads from the cache and sends applies.
+	// Client reads Memcacheds from the manager's cache and sends applies.
 	Client client.Client
 	// APIReader reads from the apiserver what the caches cannot tell: an
 	// object of the Memcached's name the store does not hold (not the
