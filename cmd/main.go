@@ -106,11 +106,11 @@ func main() {
 			LeaderElection:          leaderElect,
 			LeaderElectionNamespace: leaderElectionNamespace,
 		},
-		SyncPeriod: syncPeriod,
 		Controller: memcached.Options{
 			DefaultImage:            defaultImage,
 			WatchNamespaces:         namespaces,
 			MaxConcurrentReconciles: maxConcurrentReconciles,
+			SyncPeriod:              syncPeriod,
 		},
 	})
 	if err != nil {

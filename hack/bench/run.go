@@ -160,6 +160,18 @@ func (r *run) setUp(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := r.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}); err != nil {
+		return err
+	}
+	if r.watch, err = watchNamespace(ctx, r.rest, benchNamespace); err != nil {
+		return err
+	}
+	// The Memcached informer starts on the first list: before the clock does.
+	if err := r.watch.List(ctx, &cachev1alpha1.MemcachedList{}, client.InNamespace(benchNamespace)); err != nil {
+		return err
+	}
+
+	// The operator last: execute stops it.
 	sa, err := r.cluster.ServiceAccountKubeconfig(ctx, operatorNamespace, operatorSA)
 	if err != nil {
 		return err
@@ -168,24 +180,8 @@ func (r *run) setUp(ctx context.Context) error {
 	if err := os.WriteFile(saKubeconfig, sa, 0o600); err != nil {
 		return err
 	}
-	if r.op, err = startOperator(r.cfg, saKubeconfig); err != nil {
-		return err
-	}
-
-	if err := r.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}); err != nil {
-		r.op.stop()
-		return err
-	}
-	if r.watch, err = watchNamespace(ctx, r.rest, benchNamespace); err != nil {
-		r.op.stop()
-		return err
-	}
-	// The Memcached informer starts on the first list: before the clock does.
-	if err := r.watch.List(ctx, &cachev1alpha1.MemcachedList{}, client.InNamespace(benchNamespace)); err != nil {
-		r.op.stop()
-		return err
-	}
-	return nil
+	r.op, err = startOperator(r.cfg, saKubeconfig)
+	return err
 }
 
 // measure runs one phase and records what it cost: wall time, the

@@ -4,7 +4,6 @@ package operator
 
 import (
 	"fmt"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -27,11 +26,8 @@ type Options struct {
 	// leader election on or off and its namespace. New sets its scheme,
 	// cache and leader election ID.
 	Manager ctrl.Options
-	// SyncPeriod is the resync period of the manager's cache and of the
-	// controller's store: how often every Memcached is reconciled again.
-	SyncPeriod time.Duration
-	// Controller configures the Memcached controller; New sets its
-	// SyncPeriod.
+	// Controller configures the Memcached controller; its SyncPeriod is the
+	// manager cache's too.
 	Controller memcached.Options
 }
 
@@ -58,12 +54,11 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	mo.Scheme = scheme
 	mo.LeaderElectionID = LeaderElectionID
 	mo.LeaderElectionReleaseOnCancel = true
-	mo.Cache = memcached.CacheOptions(cache.Options{SyncPeriod: &o.SyncPeriod}, o.Controller.WatchNamespaces)
+	mo.Cache = memcached.CacheOptions(cache.Options{SyncPeriod: &o.Controller.SyncPeriod}, o.Controller.WatchNamespaces)
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	o.Controller.SyncPeriod = o.SyncPeriod
 	if err := memcached.Setup(mgr, o.Controller); err != nil {
 		return nil, fmt.Errorf("setting up the Memcached controller: %w", err)
 	}

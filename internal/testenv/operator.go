@@ -60,11 +60,11 @@ func StartOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) 
 			// Several operators may run in one test binary, one after the other.
 			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		},
-		SyncPeriod: syncPeriod,
 		Controller: memcached.Options{
 			DefaultImage:            DefaultImage,
 			WatchNamespaces:         opts.WatchNamespaces,
 			MaxConcurrentReconciles: 4,
+			SyncPeriod:              syncPeriod,
 		},
 	})
 	if err != nil {

@@ -36,14 +36,12 @@ type Digest struct {
 // digestSeed seeds every hash of the process.
 var digestSeed = maphash.MakeSeed()
 
-// computeDigest computes the digest of what the operator owns of obj from
-// its managed fields: FieldManager's entry on a Deployment, Service or
-// PodDisruptionBudget, StatusFieldManager's on a Memcached.
+// computeDigest computes the digest of what FieldManager owns of a
+// Deployment, Service or PodDisruptionBudget from its managed fields.
 func computeDigest(obj client.Object) (Digest, error) {
 	var d Digest
 	var owned any
 	var err error
-	manager, subresource := FieldManager, ""
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
 		owned, err = appsv1ac.ExtractDeployment(o, FieldManager)
@@ -51,9 +49,6 @@ func computeDigest(obj client.Object) (Digest, error) {
 		owned, err = corev1ac.ExtractService(o, FieldManager)
 	case *policyv1.PodDisruptionBudget:
 		owned, err = policyv1ac.ExtractPodDisruptionBudget(o, FieldManager)
-	case *cachev1alpha1.Memcached:
-		manager, subresource = StatusFieldManager, "status"
-		owned, err = cacheac.ExtractMemcachedStatus(o, StatusFieldManager)
 	default:
 		return d, fmt.Errorf("no digest for %T", obj)
 	}
@@ -64,7 +59,7 @@ func computeDigest(obj client.Object) (Digest, error) {
 		return d, err
 	}
 	for _, e := range obj.GetManagedFields() {
-		if e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == subresource {
+		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
 			s, err := fieldSet(e)
 			if err != nil {
 				return d, err
@@ -137,14 +132,20 @@ func (s *Summary) OwnsExactly(want any) (bool, error) {
 // StatusAppliesNothing reports whether applying want, a status of m, would
 // change nothing: what StatusFieldManager owns of m's status is exactly
 // want. m must carry StatusFieldManager's managed-fields entry whole, as
-// the manager's cache keeps it (see KeepOwnManagedFields).
+// the manager's cache keeps it (see KeepOwnManagedFields). It runs on
+// every reconcile, so it compares values only: the status has no other
+// manager to lose fields to that the operator would name.
 func StatusAppliesNothing(m *cachev1alpha1.Memcached, want *cacheac.MemcachedApplyConfiguration) (bool, error) {
-	have, err := computeDigest(m)
+	owned, err := cacheac.ExtractMemcachedStatus(m, StatusFieldManager)
+	if err != nil {
+		return false, fmt.Errorf("extracting the operator's status fields of %s: %w", m.Name, err)
+	}
+	have, err := valuesDigest(owned)
 	if err != nil {
 		return false, err
 	}
 	h, err := valuesDigest(want)
-	return err == nil && h == have.Values, err
+	return err == nil && h == have, err
 }
 
 // KeepOwnManagedFields is the manager's cache transform for Memcacheds: it

@@ -190,17 +190,3 @@ func (s *Store) Start(ctx context.Context) error {
 
 // NeedLeaderElection: the store runs on every replica.
 func (s *Store) NeedLeaderElection() bool { return false }
-
-// Synced waits at most timeout for every informer to have listed its objects.
-func (s *Store) Synced(ctx context.Context, timeout time.Duration) bool {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for _, byNS := range s.informers {
-		for _, inf := range byNS {
-			if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-				return false
-			}
-		}
-	}
-	return true
-}

@@ -24,7 +24,8 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// SyncPeriod is how often every Memcached is reconciled again, though
 	// nothing changed (0: never): the resync period of the store of owned
-	// objects, whose events reconcile their Memcached. (A resync of the
+	// objects, whose events reconcile their Memcached, and of the manager's
+	// cache (see CacheOptions). (A resync of the
 	// Memcacheds themselves reconciles nothing: the controller reacts to
 	// new generations only.)
 	SyncPeriod time.Duration

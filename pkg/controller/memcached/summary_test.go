@@ -55,8 +55,13 @@ func TestStoreHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	go func() { _ = c.Start(ctx) }()
 	g.Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
-	g.Expect(store.Synced(ctx, timeout)).To(BeTrue())
 	key := client.ObjectKeyFromObject(m)
+	for _, k := range []owned.Kind{owned.KindDeployment, owned.KindService, owned.KindPodDisruptionBudget} {
+		g.Eventually(func() (bool, error) {
+			_, found, err := store.Get(k, key)
+			return found, err
+		}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue(), "the store lists the %s", k)
+	}
 
 	got := &cachev1alpha1.Memcached{}
 	g.Expect(c.Get(ctx, key, got)).To(Succeed())
