@@ -32,14 +32,44 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=cache.example.com, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("Affinity"):
+		return &apiv1alpha1.AffinityApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullSecret"):
+		return &apiv1alpha1.ImagePullSecretApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LabelSelector"):
+		return &apiv1alpha1.LabelSelectorApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LabelSelectorRequirement"):
+		return &apiv1alpha1.LabelSelectorRequirementApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Memcached"):
 		return &apiv1alpha1.MemcachedApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MemcachedSpec"):
 		return &apiv1alpha1.MemcachedSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MemcachedStatus"):
 		return &apiv1alpha1.MemcachedStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MonitoringSpec"):
+		return &apiv1alpha1.MonitoringSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NodeAffinity"):
+		return &apiv1alpha1.NodeAffinityApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NodeSelector"):
+		return &apiv1alpha1.NodeSelectorApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NodeSelectorRequirement"):
+		return &apiv1alpha1.NodeSelectorRequirementApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NodeSelectorTerm"):
+		return &apiv1alpha1.NodeSelectorTermApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PodAffinity"):
+		return &apiv1alpha1.PodAffinityApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PodAffinityTerm"):
+		return &apiv1alpha1.PodAffinityTermApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PreferredSchedulingTerm"):
+		return &apiv1alpha1.PreferredSchedulingTermApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServiceStatus"):
 		return &apiv1alpha1.ServiceStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Toleration"):
+		return &apiv1alpha1.TolerationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TopologySpreadConstraint"):
+		return &apiv1alpha1.TopologySpreadConstraintApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WeightedPodAffinityTerm"):
+		return &apiv1alpha1.WeightedPodAffinityTermApplyConfiguration{}
 
 	}
 	return nil

@@ -38,13 +38,15 @@ func main() {
 		leaderElect             bool
 		leaderElectionNamespace string
 		defaultImage            string
+		exporterImage           string
 		maxConcurrentReconciles int
 		syncPeriod              time.Duration
 		qps                     float64
 		burst                   int
 		watchNamespaces         string
 	)
-	envImage := memcachedImageDefault(os.Getenv)
+	envImage := imageDefault(os.Getenv, "MEMCACHED_IMAGE", desired.DefaultImage)
+	envExporterImage := imageDefault(os.Getenv, "EXPORTER_IMAGE", desired.DefaultExporterImage)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; 0 disables it.")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, to callers authenticated and authorized by the apiserver.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics server (off: HTTP/2 stream cancellation and rapid reset CVEs).")
@@ -53,6 +55,7 @@ func main() {
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that of several replicas only one reconciles.")
 	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
 	flag.StringVar(&defaultImage, "memcached-image", envImage, "Memcached image for Memcacheds without spec.image (default: $MEMCACHED_IMAGE, else "+desired.DefaultImage+").")
+	flag.StringVar(&exporterImage, "exporter-image", envExporterImage, "Prometheus memcached exporter image of Memcacheds with spec.monitoring enabled (default: $EXPORTER_IMAGE, else "+desired.DefaultExporterImage+").")
 	flag.IntVar(&maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Number of Memcacheds reconciled at once.")
 	flag.DurationVar(&syncPeriod, "sync-period", 10*time.Hour, "Interval at which every cached object is reconciled again.")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "Requests per second the operator may send to the apiserver, sustained.")
@@ -78,6 +81,10 @@ func main() {
 
 	if strings.TrimSpace(defaultImage) == "" {
 		log.Error(nil, "The default memcached image is empty: set --memcached-image or MEMCACHED_IMAGE")
+		os.Exit(1)
+	}
+	if strings.TrimSpace(exporterImage) == "" {
+		log.Error(nil, "The exporter image is empty: set --exporter-image or EXPORTER_IMAGE")
 		os.Exit(1)
 	}
 
@@ -107,7 +114,7 @@ func main() {
 			LeaderElectionNamespace: leaderElectionNamespace,
 		},
 		Controller: memcached.Options{
-			DefaultImage:            defaultImage,
+			Images:                  desired.Images{Memcached: defaultImage, Exporter: exporterImage},
 			WatchNamespaces:         namespaces,
 			MaxConcurrentReconciles: maxConcurrentReconciles,
 			SyncPeriod:              syncPeriod,
@@ -118,21 +125,21 @@ func main() {
 		os.Exit(1)
 	}
 
-	log.Info("Starting the manager", "defaultImage", defaultImage, "maxConcurrentReconciles", maxConcurrentReconciles, "leaderElect", leaderElect, "watchNamespaces", namespaces)
+	log.Info("Starting the manager", "defaultImage", defaultImage, "exporterImage", exporterImage, "maxConcurrentReconciles", maxConcurrentReconciles, "leaderElect", leaderElect, "watchNamespaces", namespaces)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "The manager stopped with an error")
 		os.Exit(1)
 	}
 }
 
-// memcachedImageDefault is the default of --memcached-image: the
-// MEMCACHED_IMAGE environment variable (as the tutorial operator reads it),
-// else desired.DefaultImage.
-func memcachedImageDefault(getenv func(string) string) string {
-	if image := getenv("MEMCACHED_IMAGE"); image != "" {
-		return image
+// imageDefault is the default of an image flag: the environment variable
+// env when set (MEMCACHED_IMAGE, as the tutorial operator reads it), else
+// image.
+func imageDefault(getenv func(string) string, env, image string) string {
+	if v := getenv(env); v != "" {
+		return v
 	}
-	return desired.DefaultImage
+	return image
 }
 
 // parseNamespaces reads --watch-namespaces: namespace names separated by

@@ -62,7 +62,8 @@ func onRealNode(size int32) cachev1alpha1.MemcachedSpec {
 	image, _ := memcachedImages()
 	spec := cachev1alpha1.MemcachedSpec{Size: ptr.To(size), Image: image}
 	if provider == "local" {
-		spec.NodeSelector, spec.Tolerations = realNodePlacement()
+		spec.NodeSelector = map[string]cachev1alpha1.LabelValue{realNodeLabel: "true"}
+		spec.Tolerations = []cachev1alpha1.Toleration{{Key: realNodeTaint, Operator: "Exists", Effect: "NoSchedule"}}
 	}
 	return spec
 }
@@ -70,15 +71,9 @@ func onRealNode(size int32) cachev1alpha1.MemcachedSpec {
 // podOnRealNode makes ps run on the real node (local cluster only).
 func podOnRealNode(ps *corev1.PodSpec) {
 	if provider == "local" {
-		ps.NodeSelector, ps.Tolerations = realNodePlacement()
+		ps.NodeSelector = map[string]string{realNodeLabel: "true"}
+		ps.Tolerations = []corev1.Toleration{{Key: realNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 	}
-}
-
-// realNodePlacement is the node selector and toleration that place a pod
-// on the real node, which is tainted.
-func realNodePlacement() (map[string]string, []corev1.Toleration) {
-	return map[string]string{realNodeLabel: "true"},
-		[]corev1.Toleration{{Key: realNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 }
 
 // runClient runs script in a busybox pod in ns, waits until it ends and

@@ -6,6 +6,12 @@ import (
 )
 
 // MemcachedSpec is the desired state of a Memcached cache.
+//
+// The rules below refuse, when the Memcached is applied, what the apiserver
+// or memcached would otherwise refuse later in the objects built from it.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.maxItemSize) || (quantity(self.maxItemSize).compareTo(quantity('1Gi')) <= 0 && quantity(self.maxItemSize).asInteger() <= (has(self.memoryLimitMiB) ? self.memoryLimitMiB : 64) * 524288)",fieldPath=".maxItemSize",reason="FieldValueInvalid",message="maxItemSize must be at most half of memoryLimitMiB (64 MiB when unset): memcached refuses a larger item size"
+// +kubebuilder:validation:XValidation:rule="!has(self.podLabels) || !self.podLabels.exists(k, k in ['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/managed-by', 'pod-template-hash'])",fieldPath=".podLabels",reason="FieldValueForbidden",message="podLabels must not set app.kubernetes.io/name, app.kubernetes.io/instance, app.kubernetes.io/managed-by or pod-template-hash: the operator and the Deployment controller set them to select the pods"
 type MemcachedSpec struct {
 	// size is the number of memcached pods. It is the scale subresource's
 	// replica count, so `kubectl scale memcached/NAME --replicas=N` and a
@@ -61,10 +67,75 @@ type MemcachedSpec struct {
 	// +kubebuilder:validation:Maximum=64
 	Threads *int32 `json:"threads,omitempty"`
 
+	// maxItemSize is the largest item memcached stores (memcached's -I),
+	// in Ki, Mi or Gi, such as 2Mi. When empty, memcached's own
+	// default (1Mi) applies. memcached accepts multiples of 512Ki from
+	// 512Ki to 1Gi, and at most half of memoryLimitMiB.
+	//
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="quantity(self).compareTo(quantity('512Ki')) >= 0 && quantity(self).compareTo(quantity('1Gi')) <= 0 && quantity(self).asInteger() % 524288 == 0",message="maxItemSize must be a multiple of 512Ki between 512Ki and 1Gi, such as 512Ki, 1Mi or 4Mi"
+	// +kubebuilder:validation:MaxLength=12
+	// +kubebuilder:validation:Pattern=`^[0-9]+(Ki|Mi|Gi)$`
+	MaxItemSize string `json:"maxItemSize,omitempty"`
+
+	// verbosity is memcached's logging level: 0 logs errors only, 1
+	// (memcached's -v) adds client errors and warnings, 2 (-vv) adds every
+	// command and response. Level 2 logs keys; use it only to debug.
+	//
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2
+	Verbosity *int32 `json:"verbosity,omitempty"`
+
+	// imagePullSecrets name Secrets in the Memcached's namespace that the
+	// kubelet uses to pull the memcached and exporter images.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	ImagePullSecrets []ImagePullSecret `json:"imagePullSecrets,omitempty"`
+
+	// priorityClassName is the PriorityClass of the memcached pods. The
+	// class must exist when the pods are created, or the Deployment reports
+	// that it cannot create them.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// podLabels are added to the memcached pods' labels. They cannot set
+	// the labels that select the pods.
+	//
+	// +optional
+	// +mapType=atomic
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="podLabels keys must be label keys: an optional DNS subdomain prefix and '/', then a name of at most 63 letters, digits, '-', '_' or '.'"
+	PodLabels map[string]LabelValue `json:"podLabels,omitempty"`
+
+	// podAnnotations are added to the memcached pods' annotations.
+	// Changing them rolls the pods.
+	//
+	// +optional
+	// +mapType=atomic
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="podAnnotations keys must be annotation keys: an optional DNS subdomain prefix and '/', then a name of at most 63 letters, digits, '-', '_' or '.'"
+	PodAnnotations map[string]AnnotationValue `json:"podAnnotations,omitempty"`
+
+	// monitoring runs the Prometheus memcached exporter beside memcached
+	// and, when the cluster has the Prometheus Operator, a ServiceMonitor
+	// that scrapes it. Off when empty.
+	//
+	// +optional
+	Monitoring *MonitoringSpec `json:"monitoring,omitempty"`
+
 	// resources are the memcached container's compute resources. When
 	// empty, the container has no requests or limits.
 	//
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.claims) || size(self.claims) == 0",message="claims cannot be used: the memcached pods claim no dynamic resources"
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// nodeSelector is copied as-is to the memcached pods: they run only on
@@ -72,20 +143,21 @@ type MemcachedSpec struct {
 	//
 	// +optional
 	// +mapType=atomic
-	// +kubebuilder:validation:MaxProperties=32
-	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="nodeSelector keys must be label keys"
+	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
 
 	// affinity is copied as-is to the memcached pods.
 	//
 	// +optional
-	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	Affinity *Affinity `json:"affinity,omitempty"`
 
 	// tolerations are copied as-is to the memcached pods.
 	//
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
-	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	Tolerations []Toleration `json:"tolerations,omitempty"`
 
 	// topologySpreadConstraints replace the operator's default spreading
 	// when set. By default the pods of a Memcached are spread across nodes
@@ -97,7 +169,62 @@ type MemcachedSpec struct {
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8
-	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// +kubebuilder:validation:XValidation:rule="self.all(a, self.exists_one(b, b.topologyKey == a.topologyKey && b.whenUnsatisfiable == a.whenUnsatisfiable))",message="each pair of topologyKey and whenUnsatisfiable may appear once"
+	TopologySpreadConstraints []TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+}
+
+// AnnotationValue is the value of an annotation the operator puts on pods.
+//
+// +kubebuilder:validation:MaxLength=4096
+type AnnotationValue string
+
+// ImagePullSecret names a Secret of type kubernetes.io/dockerconfigjson in
+// the Memcached's namespace.
+type ImagePullSecret struct {
+	// name is the Secret's name.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+}
+
+// MonitoringSpec configures the metrics of a Memcached.
+type MonitoringSpec struct {
+	// enabled runs the exporter: a container named "exporter" in every
+	// memcached pod, serving Prometheus metrics on the port named
+	// "metrics" (9150), which the Service exposes too. Turning it off
+	// removes the container, the port and the ServiceMonitor.
+	//
+	// +required
+	Enabled bool `json:"enabled"`
+
+	// interval is how often Prometheus scrapes the exporter, as a
+	// Prometheus duration such as 30s or 1m. When empty, Prometheus's own
+	// scrape interval applies.
+	//
+	// +optional
+	// +kubebuilder:validation:Pattern=`^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$`
+	// +kubebuilder:validation:MaxLength=32
+	Interval string `json:"interval,omitempty"`
+
+	// serviceMonitorLabels are the ServiceMonitor's labels beyond the
+	// operator's own: what a Prometheus's serviceMonitorSelector selects
+	// on, such as release: prometheus.
+	//
+	// +optional
+	// +mapType=atomic
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && !(k in ['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/managed-by']))",message="serviceMonitorLabels keys must be label keys other than the operator's own app.kubernetes.io/name, instance and managed-by"
+	ServiceMonitorLabels map[string]LabelValue `json:"serviceMonitorLabels,omitempty"`
+
+	// resources are the exporter container's compute resources. When
+	// empty, it has no requests or limits.
+	//
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.claims) || size(self.claims) == 0",message="claims cannot be used: the memcached pods claim no dynamic resources"
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 }
 
 // MemcachedStatus is the observed state of a Memcached cache, rebuilt by the
@@ -139,6 +266,13 @@ type MemcachedStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Selector string `json:"selector,omitempty"`
+
+	// image is the memcached image the operator gives the pods: spec.image,
+	// or the operator's default when that is unset.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
 
 	// service tells clients where to connect: the headless Service that
 	// resolves to one address per ready memcached pod. It is set once the
@@ -183,7 +317,7 @@ type ServiceStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].reason`,priority=1
-// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`,priority=1
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.status.image`,priority=1
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.service.address`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: it is used as a label value and a DNS label"

@@ -39,6 +39,60 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
+- name: com.github.example.memcached-operator.api.v1alpha1.Affinity
+  map:
+    fields:
+    - name: nodeAffinity
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.NodeAffinity
+    - name: podAffinity
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.PodAffinity
+    - name: podAntiAffinity
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.PodAffinity
+- name: com.github.example.memcached-operator.api.v1alpha1.AnnotationValue
+  scalar: string
+- name: com.github.example.memcached-operator.api.v1alpha1.ImagePullSecret
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+- name: com.github.example.memcached-operator.api.v1alpha1.LabelKey
+  scalar: string
+- name: com.github.example.memcached-operator.api.v1alpha1.LabelSelector
+  map:
+    fields:
+    - name: matchExpressions
+      type:
+        list:
+          elementType:
+            namedType: com.github.example.memcached-operator.api.v1alpha1.LabelSelectorRequirement
+          elementRelationship: atomic
+    - name: matchLabels
+      type:
+        map:
+          elementType:
+            namedType: com.github.example.memcached-operator.api.v1alpha1.LabelValue
+          elementRelationship: atomic
+- name: com.github.example.memcached-operator.api.v1alpha1.LabelSelectorRequirement
+  map:
+    fields:
+    - name: key
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.LabelKey
+    - name: operator
+      type:
+        scalar: string
+    - name: values
+      type:
+        list:
+          elementType:
+            namedType: com.github.example.memcached-operator.api.v1alpha1.LabelValue
+          elementRelationship: atomic
+- name: com.github.example.memcached-operator.api.v1alpha1.LabelValue
+  scalar: string
 - name: com.github.example.memcached-operator.api.v1alpha1.Memcached
   map:
     fields:
@@ -62,7 +116,7 @@ var schemaYAML = typed.YAMLObject(`types:
     fields:
     - name: affinity
       type:
-        namedType: io.k8s.api.core.v1.Affinity
+        namedType: com.github.example.memcached-operator.api.v1alpha1.Affinity
     - name: containerPort
       type:
         scalar: numeric
@@ -70,18 +124,47 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: image
       type:
         scalar: string
+    - name: imagePullSecrets
+      type:
+        list:
+          elementType:
+            namedType: com.github.example.memcached-operator.api.v1alpha1.ImagePullSecret
+          elementRelationship: associative
+          keys:
+          - name
     - name: maxConnections
       type:
         scalar: numeric
+    - name: maxItemSize
+      type:
+        scalar: string
     - name: memoryLimitMiB
       type:
         scalar: numeric
+    - name: monitoring
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.MonitoringSpec
     - name: nodeSelector
       type:
         map:
           elementType:
-            scalar: string
+            namedType: com.github.example.memcached-operator.api.v1alpha1.LabelValue
           elementRelationship: atomic
+    - name: podAnnotations
+      type:
+        map:
+          elementType:
+            namedType: com.github.example.memcached-operator.api.v1alpha1.AnnotationValue
+          elementRelationship: atomic
+    - name: podLabels
+      type:
+        map:
+          elementType:
+            namedType: com.github.example.memcached-operator.api.v1alpha1.LabelValue
+          elementRelationship: atomic
+    - name: priorityClassName
+      type:
+        scalar: string
     - name: resources
       type:
         namedType: io.k8s.api.core.v1.ResourceRequirements
@@ -96,14 +179,18 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         list:
           elementType:
-            namedType: io.k8s.api.core.v1.Toleration
+            namedType: com.github.example.memcached-operator.api.v1alpha1.Toleration
           elementRelationship: atomic
     - name: topologySpreadConstraints
       type:
         list:
           elementType:
-            namedType: io.k8s.api.core.v1.TopologySpreadConstraint
+            namedType: com.github.example.memcached-operator.api.v1alpha1.TopologySpreadConstraint
           elementRelationship: atomic
+    - name: verbosity
+      type:
+        scalar: numeric
+      default: 0
 - name: com.github.example.memcached-operator.api.v1alpha1.MemcachedStatus
   map:
     fields:
@@ -115,6 +202,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - type
+    - name: image
+      type:
+        scalar: string
     - name: observedGeneration
       type:
         scalar: numeric
@@ -130,6 +220,129 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: service
       type:
         namedType: com.github.example.memcached-operator.api.v1alpha1.ServiceStatus
+- name: com.github.example.memcached-operator.api.v1alpha1.MonitoringSpec
+  map:
+    fields:
+    - name: enabled
+      type:
+        scalar: boolean
+    - name: interval
+      type:
+        scalar: string
+    - name: resources
+      type:
+        namedType: io.k8s.api.core.v1.ResourceRequirements
+    - name: serviceMonitorLabels
+      type:
+        map:
+          elementType:
+            namedType: com.github.example.memcached-operator.api.v1alpha1.LabelValue
+          elementRelationship: atomic
+- name: com.github.example.memcached-operator.api.v1alpha1.NodeAffinity
+  map:
+    fields:
+    - name: preferredDuringSchedulingIgnoredDuringExecution
+      type:
+        list:
+          elementType:
+            namedType: com.github.example.memcached-operator.api.v1alpha1.PreferredSchedulingTerm
+          elementRelationship: atomic
+    - name: requiredDuringSchedulingIgnoredDuringExecution
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.NodeSelector
+- name: com.github.example.memcached-operator.api.v1alpha1.NodeSelector
+  map:
+    fields:
+    - name: nodeSelectorTerms
+      type:
+        list:
+          elementType:
+            namedType: com.github.example.memcached-operator.api.v1alpha1.NodeSelectorTerm
+          elementRelationship: atomic
+- name: com.github.example.memcached-operator.api.v1alpha1.NodeSelectorRequirement
+  map:
+    fields:
+    - name: key
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.LabelKey
+    - name: operator
+      type:
+        scalar: string
+    - name: values
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+- name: com.github.example.memcached-operator.api.v1alpha1.NodeSelectorTerm
+  map:
+    fields:
+    - name: matchExpressions
+      type:
+        list:
+          elementType:
+            namedType: com.github.example.memcached-operator.api.v1alpha1.NodeSelectorRequirement
+          elementRelationship: atomic
+    - name: matchFields
+      type:
+        list:
+          elementType:
+            namedType: com.github.example.memcached-operator.api.v1alpha1.NodeSelectorRequirement
+          elementRelationship: atomic
+- name: com.github.example.memcached-operator.api.v1alpha1.PodAffinity
+  map:
+    fields:
+    - name: preferredDuringSchedulingIgnoredDuringExecution
+      type:
+        list:
+          elementType:
+            namedType: com.github.example.memcached-operator.api.v1alpha1.WeightedPodAffinityTerm
+          elementRelationship: atomic
+    - name: requiredDuringSchedulingIgnoredDuringExecution
+      type:
+        list:
+          elementType:
+            namedType: com.github.example.memcached-operator.api.v1alpha1.PodAffinityTerm
+          elementRelationship: atomic
+- name: com.github.example.memcached-operator.api.v1alpha1.PodAffinityTerm
+  map:
+    fields:
+    - name: labelSelector
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.LabelSelector
+    - name: matchLabelKeys
+      type:
+        list:
+          elementType:
+            namedType: com.github.example.memcached-operator.api.v1alpha1.LabelKey
+          elementRelationship: atomic
+    - name: mismatchLabelKeys
+      type:
+        list:
+          elementType:
+            namedType: com.github.example.memcached-operator.api.v1alpha1.LabelKey
+          elementRelationship: atomic
+    - name: namespaceSelector
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.LabelSelector
+    - name: namespaces
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: topologyKey
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.LabelKey
+- name: com.github.example.memcached-operator.api.v1alpha1.PreferredSchedulingTerm
+  map:
+    fields:
+    - name: preference
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.NodeSelectorTerm
+    - name: weight
+      type:
+        scalar: numeric
 - name: com.github.example.memcached-operator.api.v1alpha1.ServiceStatus
   map:
     fields:
@@ -142,141 +355,60 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: port
       type:
         scalar: numeric
-- name: io.k8s.api.core.v1.Affinity
+- name: com.github.example.memcached-operator.api.v1alpha1.Toleration
   map:
     fields:
-    - name: nodeAffinity
+    - name: effect
       type:
-        namedType: io.k8s.api.core.v1.NodeAffinity
-    - name: podAffinity
-      type:
-        namedType: io.k8s.api.core.v1.PodAffinity
-    - name: podAntiAffinity
-      type:
-        namedType: io.k8s.api.core.v1.PodAntiAffinity
-- name: io.k8s.api.core.v1.NodeAffinity
-  map:
-    fields:
-    - name: preferredDuringSchedulingIgnoredDuringExecution
-      type:
-        list:
-          elementType:
-            namedType: io.k8s.api.core.v1.PreferredSchedulingTerm
-          elementRelationship: atomic
-    - name: requiredDuringSchedulingIgnoredDuringExecution
-      type:
-        namedType: io.k8s.api.core.v1.NodeSelector
-- name: io.k8s.api.core.v1.NodeInclusionPolicy
-  scalar: string
-- name: io.k8s.api.core.v1.NodeSelector
-  map:
-    fields:
-    - name: nodeSelectorTerms
-      type:
-        list:
-          elementType:
-            namedType: io.k8s.api.core.v1.NodeSelectorTerm
-          elementRelationship: atomic
-    elementRelationship: atomic
-- name: io.k8s.api.core.v1.NodeSelectorOperator
-  scalar: string
-- name: io.k8s.api.core.v1.NodeSelectorRequirement
-  map:
-    fields:
+        scalar: string
     - name: key
       type:
         scalar: string
     - name: operator
       type:
-        namedType: io.k8s.api.core.v1.NodeSelectorOperator
-    - name: values
+        scalar: string
+    - name: tolerationSeconds
       type:
-        list:
-          elementType:
-            scalar: string
-          elementRelationship: atomic
-- name: io.k8s.api.core.v1.NodeSelectorTerm
-  map:
-    fields:
-    - name: matchExpressions
+        scalar: numeric
+    - name: value
       type:
-        list:
-          elementType:
-            namedType: io.k8s.api.core.v1.NodeSelectorRequirement
-          elementRelationship: atomic
-    - name: matchFields
-      type:
-        list:
-          elementType:
-            namedType: io.k8s.api.core.v1.NodeSelectorRequirement
-          elementRelationship: atomic
-    elementRelationship: atomic
-- name: io.k8s.api.core.v1.PodAffinity
-  map:
-    fields:
-    - name: preferredDuringSchedulingIgnoredDuringExecution
-      type:
-        list:
-          elementType:
-            namedType: io.k8s.api.core.v1.WeightedPodAffinityTerm
-          elementRelationship: atomic
-    - name: requiredDuringSchedulingIgnoredDuringExecution
-      type:
-        list:
-          elementType:
-            namedType: io.k8s.api.core.v1.PodAffinityTerm
-          elementRelationship: atomic
-- name: io.k8s.api.core.v1.PodAffinityTerm
+        namedType: com.github.example.memcached-operator.api.v1alpha1.LabelValue
+- name: com.github.example.memcached-operator.api.v1alpha1.TopologySpreadConstraint
   map:
     fields:
     - name: labelSelector
       type:
-        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
+        namedType: com.github.example.memcached-operator.api.v1alpha1.LabelSelector
     - name: matchLabelKeys
       type:
         list:
           elementType:
-            scalar: string
+            namedType: com.github.example.memcached-operator.api.v1alpha1.LabelKey
           elementRelationship: atomic
-    - name: mismatchLabelKeys
+    - name: maxSkew
       type:
-        list:
-          elementType:
-            scalar: string
-          elementRelationship: atomic
-    - name: namespaceSelector
+        scalar: numeric
+    - name: minDomains
       type:
-        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
-    - name: namespaces
-      type:
-        list:
-          elementType:
-            scalar: string
-          elementRelationship: atomic
-    - name: topologyKey
+        scalar: numeric
+    - name: nodeAffinityPolicy
       type:
         scalar: string
-- name: io.k8s.api.core.v1.PodAntiAffinity
+    - name: nodeTaintsPolicy
+      type:
+        scalar: string
+    - name: topologyKey
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.LabelKey
+    - name: whenUnsatisfiable
+      type:
+        scalar: string
+- name: com.github.example.memcached-operator.api.v1alpha1.WeightedPodAffinityTerm
   map:
     fields:
-    - name: preferredDuringSchedulingIgnoredDuringExecution
+    - name: podAffinityTerm
       type:
-        list:
-          elementType:
-            namedType: io.k8s.api.core.v1.WeightedPodAffinityTerm
-          elementRelationship: atomic
-    - name: requiredDuringSchedulingIgnoredDuringExecution
-      type:
-        list:
-          elementType:
-            namedType: io.k8s.api.core.v1.PodAffinityTerm
-          elementRelationship: atomic
-- name: io.k8s.api.core.v1.PreferredSchedulingTerm
-  map:
-    fields:
-    - name: preference
-      type:
-        namedType: io.k8s.api.core.v1.NodeSelectorTerm
+        namedType: com.github.example.memcached-operator.api.v1alpha1.PodAffinityTerm
     - name: weight
       type:
         scalar: numeric
@@ -310,69 +442,6 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: requests
       type:
         namedType: io.k8s.api.core.v1.ResourceList
-- name: io.k8s.api.core.v1.TaintEffect
-  scalar: string
-- name: io.k8s.api.core.v1.Toleration
-  map:
-    fields:
-    - name: effect
-      type:
-        namedType: io.k8s.api.core.v1.TaintEffect
-    - name: key
-      type:
-        scalar: string
-    - name: operator
-      type:
-        namedType: io.k8s.api.core.v1.TolerationOperator
-    - name: tolerationSeconds
-      type:
-        scalar: numeric
-    - name: value
-      type:
-        scalar: string
-- name: io.k8s.api.core.v1.TolerationOperator
-  scalar: string
-- name: io.k8s.api.core.v1.TopologySpreadConstraint
-  map:
-    fields:
-    - name: labelSelector
-      type:
-        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
-    - name: matchLabelKeys
-      type:
-        list:
-          elementType:
-            scalar: string
-          elementRelationship: atomic
-    - name: maxSkew
-      type:
-        scalar: numeric
-    - name: minDomains
-      type:
-        scalar: numeric
-    - name: nodeAffinityPolicy
-      type:
-        namedType: io.k8s.api.core.v1.NodeInclusionPolicy
-    - name: nodeTaintsPolicy
-      type:
-        namedType: io.k8s.api.core.v1.NodeInclusionPolicy
-    - name: topologyKey
-      type:
-        scalar: string
-    - name: whenUnsatisfiable
-      type:
-        namedType: io.k8s.api.core.v1.UnsatisfiableConstraintAction
-- name: io.k8s.api.core.v1.UnsatisfiableConstraintAction
-  scalar: string
-- name: io.k8s.api.core.v1.WeightedPodAffinityTerm
-  map:
-    fields:
-    - name: podAffinityTerm
-      type:
-        namedType: io.k8s.api.core.v1.PodAffinityTerm
-    - name: weight
-      type:
-        scalar: numeric
 - name: io.k8s.apimachinery.pkg.api.resource.Quantity
   scalar: untyped
   list:
@@ -418,38 +487,6 @@ var schemaYAML = typed.YAMLObject(`types:
         elementType:
           namedType: __untyped_deduced_
         elementRelationship: separable
-- name: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
-  map:
-    fields:
-    - name: matchExpressions
-      type:
-        list:
-          elementType:
-            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement
-          elementRelationship: atomic
-    - name: matchLabels
-      type:
-        map:
-          elementType:
-            scalar: string
-    elementRelationship: atomic
-- name: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorOperator
-  scalar: string
-- name: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement
-  map:
-    fields:
-    - name: key
-      type:
-        scalar: string
-    - name: operator
-      type:
-        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorOperator
-    - name: values
-      type:
-        list:
-          elementType:
-            scalar: string
-          elementRelationship: atomic
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry
   map:
     fields:

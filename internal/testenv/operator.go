@@ -32,6 +32,9 @@ func SetLogger() {
 // DefaultImage is the memcached image of the operators tests start.
 const DefaultImage = desired.DefaultImage
 
+// Images are the default images of the operators tests start.
+var Images = desired.Images{Memcached: DefaultImage, Exporter: desired.DefaultExporterImage}
+
 // OperatorOptions tune an operator started by StartOperator.
 type OperatorOptions struct {
 	// SyncPeriod is the cache's resync interval (10h when zero).
@@ -61,7 +64,7 @@ func StartOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) 
 			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		},
 		Controller: memcached.Options{
-			DefaultImage:            DefaultImage,
+			Images:                  Images,
 			WatchNamespaces:         opts.WatchNamespaces,
 			MaxConcurrentReconciles: 4,
 			SyncPeriod:              syncPeriod,

@@ -9,10 +9,13 @@ package desired
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -47,18 +50,53 @@ const (
 	// MEMCACHED_IMAGE environment variable says otherwise.
 	DefaultImage = "memcached:1.6.26-alpine3.19"
 
+	// DefaultExporterImage is the Prometheus memcached exporter image of
+	// a Memcached with spec.monitoring enabled, unless the operator's
+	// --exporter-image flag or the EXPORTER_IMAGE environment variable says
+	// otherwise.
+	DefaultExporterImage = "prom/memcached-exporter:v0.14.4"
+
+	// ExporterContainerName is the name of the exporter container, and
+	// MetricsPortName the name of its port, on the pods and the Service.
+	ExporterContainerName = "exporter"
+	MetricsPortName       = "metrics"
+	// MetricsPort is the exporter's port.
+	MetricsPort int32 = 9150
+
 	// DefaultContainerPort is the port used when spec.containerPort is unset
 	// (the CRD defaults it, so this matters only to objects the apiserver
 	// has not defaulted).
 	DefaultContainerPort int32 = 11211
 
 	// probePeriodSeconds and friends tune the TCP probes on the memcached port.
-	probePeriodSeconds            = 10
-	readinessInitialDelaySeconds  = 1
-	livenessInitialDelaySeconds   = 10
-	livenessFailureThreshold      = 3
+	probePeriodSeconds           = 10
+	readinessInitialDelaySeconds = 1
+	livenessInitialDelaySeconds  = 10
+	livenessFailureThreshold     = 3
+	// preStopSleepSeconds is how long a memcached pod keeps serving after
+	// it is told to stop: the time for the endpoints controller to drop it
+	// from the Service and for clients to stop sending to it.
+	preStopSleepSeconds = 10
+	// terminationGracePeriodSeconds leaves memcached time to stop after
+	// the preStop sleep.
 	terminationGracePeriodSeconds = 30
+
+	// exporterUser is the exporter image's user (nobody), as a number for
+	// runAsNonRoot.
+	exporterUser = 65534
+	// memcachedUser is the memcached image's user, as a number: kubelet
+	// cannot prove a named user is not root.
+	memcachedUser = 1001
 )
+
+// Images are the images of a Memcached's pods when its spec names none:
+// the operator's defaults.
+type Images struct {
+	// Memcached is the memcached image of a Memcached without spec.image.
+	Memcached string
+	// Exporter is the Prometheus memcached exporter image.
+	Exporter string
+}
 
 // InstanceLabelValue is the value of LabelInstance for a Memcached: its name
 // when that is a valid label value, otherwise a shortened name with a hash
@@ -115,18 +153,26 @@ func OwnerReference(m *cachev1alpha1.Memcached) *metav1ac.OwnerReferenceApplyCon
 		WithBlockOwnerDeletion(true)
 }
 
-// Image is the memcached image of m: spec.image, or defaultImage when unset.
-func Image(m *cachev1alpha1.Memcached, defaultImage string) string {
+// Image is the memcached image of m: spec.image, or the default when unset.
+func (i Images) Image(m *cachev1alpha1.Memcached) string {
 	if m.Spec.Image != "" {
 		return m.Spec.Image
 	}
-	return defaultImage
+	return i.Memcached
+}
+
+// Monitored tells whether m runs the exporter.
+func Monitored(m *cachev1alpha1.Memcached) bool {
+	return m.Spec.Monitoring != nil && m.Spec.Monitoring.Enabled
 }
 
 // Command is memcached's command line for m. Settings left unset in the
 // spec are left out, so memcached's own defaults apply.
 func Command(m *cachev1alpha1.Memcached) []string {
-	cmd := []string{"memcached", "--port=" + strconv.Itoa(int(port(m))), "--verbose"}
+	cmd := []string{"memcached", "--port=" + strconv.Itoa(int(port(m)))}
+	if v := m.Spec.Verbosity; v != nil && *v > 0 {
+		cmd = append(cmd, "-"+strings.Repeat("v", int(*v)))
+	}
 	if v := m.Spec.MemoryLimitMiB; v != nil {
 		cmd = append(cmd, "--memory-limit="+strconv.Itoa(int(*v)))
 	}
@@ -135,6 +181,12 @@ func Command(m *cachev1alpha1.Memcached) []string {
 	}
 	if v := m.Spec.Threads; v != nil {
 		cmd = append(cmd, "--threads="+strconv.Itoa(int(*v)))
+	}
+	if v := m.Spec.MaxItemSize; v != "" {
+		// The CRD admits only whole Ki, Mi or Gi; memcached reads bytes.
+		if q, err := resource.ParseQuantity(v); err == nil {
+			cmd = append(cmd, "--max-item-size="+strconv.FormatInt(q.Value(), 10))
+		}
 	}
 	return cmd
 }
@@ -155,30 +207,70 @@ func Replicas(m *cachev1alpha1.Memcached) int32 {
 }
 
 // Deployment is the Deployment that runs m's memcached pods, named after m
-// and controlled by it. defaultImage is used when spec.image is unset.
-func Deployment(m *cachev1alpha1.Memcached, defaultImage string) *appsv1ac.DeploymentApplyConfiguration {
-	labels := Labels(m)
+// and controlled by it, with the images of m's spec or else images.
+//
+// It rolls out as a cache should: one extra pod at a time and none taken
+// away before its replacement is ready (maxSurge 1, maxUnavailable 0), so
+// that a rollout never lowers the number of serving pods.
+func Deployment(m *cachev1alpha1.Memcached, images Images) *appsv1ac.DeploymentApplyConfiguration {
+	template := corev1ac.PodTemplateSpec().
+		WithLabels(podLabels(m)).
+		WithSpec(podSpec(m, images))
+	if len(m.Spec.PodAnnotations) > 0 {
+		annotations := make(map[string]string, len(m.Spec.PodAnnotations))
+		for k, v := range m.Spec.PodAnnotations {
+			annotations[k] = string(v)
+		}
+		template.WithAnnotations(annotations)
+	}
 	return appsv1ac.Deployment(m.Name, m.Namespace).
-		WithLabels(labels).
+		WithLabels(Labels(m)).
 		WithOwnerReferences(OwnerReference(m)).
 		WithSpec(appsv1ac.DeploymentSpec().
 			WithReplicas(Replicas(m)).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(m))).
-			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(labels).
-				WithSpec(podSpec(m, defaultImage))))
+			WithStrategy(appsv1ac.DeploymentStrategy().
+				WithType(appsv1.RollingUpdateDeploymentStrategyType).
+				WithRollingUpdate(appsv1ac.RollingUpdateDeployment().
+					WithMaxUnavailable(intstr.FromInt32(0)).
+					WithMaxSurge(intstr.FromInt32(1)))).
+			WithTemplate(template))
 }
 
-func podSpec(m *cachev1alpha1.Memcached, defaultImage string) *corev1ac.PodSpecApplyConfiguration {
+// podLabels are the labels of m's pods: spec.podLabels, then the
+// operator's own, which the CRD forbids podLabels to set.
+func podLabels(m *cachev1alpha1.Memcached) map[string]string {
+	l := make(map[string]string, len(m.Spec.PodLabels)+3)
+	for k, v := range m.Spec.PodLabels {
+		l[k] = string(v)
+	}
+	maps.Copy(l, Labels(m))
+	return l
+}
+
+func podSpec(m *cachev1alpha1.Memcached, images Images) *corev1ac.PodSpecApplyConfiguration {
 	ps := corev1ac.PodSpec().
 		WithAutomountServiceAccountToken(false).
 		WithTerminationGracePeriodSeconds(terminationGracePeriodSeconds).
 		WithSecurityContext(corev1ac.PodSecurityContext().
 			WithRunAsNonRoot(true).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
-		WithContainers(container(m, defaultImage))
+		WithContainers(container(m, images))
+	if Monitored(m) {
+		ps.WithContainers(exporter(m, images))
+	}
+	for _, s := range m.Spec.ImagePullSecrets {
+		ps.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(s.Name))
+	}
+	if m.Spec.PriorityClassName != "" {
+		ps.WithPriorityClassName(m.Spec.PriorityClassName)
+	}
 	if len(m.Spec.NodeSelector) > 0 {
-		ps.WithNodeSelector(m.Spec.NodeSelector)
+		ns := make(map[string]string, len(m.Spec.NodeSelector))
+		for k, v := range m.Spec.NodeSelector {
+			ns[k] = string(v)
+		}
+		ps.WithNodeSelector(ns)
 	}
 	if m.Spec.Affinity != nil {
 		ps.Affinity = passThrough[corev1ac.AffinityApplyConfiguration](m.Spec.Affinity)
@@ -214,7 +306,7 @@ func passThrough[A any, T any](v *T) *A {
 	return a
 }
 
-func container(m *cachev1alpha1.Memcached, defaultImage string) *corev1ac.ContainerApplyConfiguration {
+func container(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerApplyConfiguration {
 	probe := func() *corev1ac.ProbeApplyConfiguration {
 		return corev1ac.Probe().
 			WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString(PortName))).
@@ -222,7 +314,7 @@ func container(m *cachev1alpha1.Memcached, defaultImage string) *corev1ac.Contai
 	}
 	c := corev1ac.Container().
 		WithName(ContainerName).
-		WithImage(Image(m, defaultImage)).
+		WithImage(images.Image(m)).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithCommand(Command(m)...).
 		WithPorts(corev1ac.ContainerPort().
@@ -233,18 +325,48 @@ func container(m *cachev1alpha1.Memcached, defaultImage string) *corev1ac.Contai
 		WithLivenessProbe(probe().
 			WithInitialDelaySeconds(livenessInitialDelaySeconds).
 			WithFailureThreshold(livenessFailureThreshold)).
-		WithSecurityContext(corev1ac.SecurityContext().
-			WithRunAsNonRoot(true).
-			// The memcached image's user is named, not numbered: kubelet
-			// cannot prove a named user is not root, so give a number.
-			WithRunAsUser(1001).
-			WithAllowPrivilegeEscalation(false).
-			WithReadOnlyRootFilesystem(true).
-			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+		// The kubelet's own sleep: the memcached image needs no shell.
+		WithLifecycle(corev1ac.Lifecycle().
+			WithPreStop(corev1ac.LifecycleHandler().
+				WithSleep(corev1ac.SleepAction().WithSeconds(preStopSleepSeconds)))).
+		WithSecurityContext(restricted(memcachedUser))
 	if r := resources(m.Spec.Resources); r != nil {
 		c.WithResources(r)
 	}
 	return c
+}
+
+// exporter is the Prometheus memcached exporter's container: it reads
+// memcached's stats over the pod's loopback and serves them on the port
+// named MetricsPortName.
+func exporter(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerApplyConfiguration {
+	c := corev1ac.Container().
+		WithName(ExporterContainerName).
+		WithImage(images.Exporter).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithArgs(
+			"--memcached.address=localhost:"+strconv.Itoa(int(port(m))),
+			"--web.listen-address=:"+strconv.Itoa(int(MetricsPort))).
+		WithPorts(corev1ac.ContainerPort().
+			WithName(MetricsPortName).
+			WithContainerPort(MetricsPort).
+			WithProtocol(corev1.ProtocolTCP)).
+		WithSecurityContext(restricted(exporterUser))
+	if r := resources(m.Spec.Monitoring.Resources); r != nil {
+		c.WithResources(r)
+	}
+	return c
+}
+
+// restricted is the security context of the Pod Security Standards'
+// restricted profile, running as user uid.
+func restricted(uid int64) *corev1ac.SecurityContextApplyConfiguration {
+	return corev1ac.SecurityContext().
+		WithRunAsNonRoot(true).
+		WithRunAsUser(uid).
+		WithAllowPrivilegeEscalation(false).
+		WithReadOnlyRootFilesystem(true).
+		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))
 }
 
 func resources(r *corev1.ResourceRequirements) *corev1ac.ResourceRequirementsApplyConfiguration {
@@ -272,18 +394,29 @@ func resources(r *corev1.ResourceRequirements) *corev1ac.ResourceRequirementsApp
 // m's pods, with the memcached port named PortName. Being headless, its name
 // resolves to the address of every ready pod, which is what memcached
 // clients want (they spread keys across servers themselves).
+//
+// With monitoring on, it exposes the exporter's port too, which a
+// ServiceMonitor scrapes.
 func Service(m *cachev1alpha1.Memcached) *corev1ac.ServiceApplyConfiguration {
+	spec := corev1ac.ServiceSpec().
+		WithClusterIP(corev1.ClusterIPNone).
+		WithSelector(SelectorLabels(m)).
+		WithPorts(corev1ac.ServicePort().
+			WithName(PortName).
+			WithProtocol(corev1.ProtocolTCP).
+			WithPort(port(m)).
+			WithTargetPort(intstr.FromString(PortName)))
+	if Monitored(m) {
+		spec.WithPorts(corev1ac.ServicePort().
+			WithName(MetricsPortName).
+			WithProtocol(corev1.ProtocolTCP).
+			WithPort(MetricsPort).
+			WithTargetPort(intstr.FromString(MetricsPortName)))
+	}
 	return corev1ac.Service(m.Name, m.Namespace).
 		WithLabels(Labels(m)).
 		WithOwnerReferences(OwnerReference(m)).
-		WithSpec(corev1ac.ServiceSpec().
-			WithClusterIP(corev1.ClusterIPNone).
-			WithSelector(SelectorLabels(m)).
-			WithPorts(corev1ac.ServicePort().
-				WithName(PortName).
-				WithProtocol(corev1.ProtocolTCP).
-				WithPort(port(m)).
-				WithTargetPort(intstr.FromString(PortName))))
+		WithSpec(spec)
 }
 
 // Address is where a client in the cluster reaches a Service's port:

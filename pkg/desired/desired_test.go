@@ -37,7 +37,7 @@ func TestDeployment(t *testing.T) {
 			m:            memcached("cache", cachev1alpha1.MemcachedSpec{}),
 			wantReplicas: 1,
 			wantImage:    "memcached:default",
-			wantCommand:  []string{"memcached", "--port=11211", "--verbose"},
+			wantCommand:  []string{"memcached", "--port=11211"},
 			wantPort:     11211,
 		},
 		{
@@ -49,7 +49,7 @@ func TestDeployment(t *testing.T) {
 			}),
 			wantReplicas: 3,
 			wantImage:    "memcached:1.6.38",
-			wantCommand:  []string{"memcached", "--port=11311", "--verbose", "--memory-limit=128", "--conn-limit=2048", "--threads=2"},
+			wantCommand:  []string{"memcached", "--port=11311", "--memory-limit=128", "--conn-limit=2048", "--threads=2"},
 			wantPort:     11311,
 			wantLimits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
 		},
@@ -58,14 +58,14 @@ func TestDeployment(t *testing.T) {
 			m:            memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](0)}),
 			wantReplicas: 0,
 			wantImage:    "memcached:default",
-			wantCommand:  []string{"memcached", "--port=11211", "--verbose"},
+			wantCommand:  []string{"memcached", "--port=11211"},
 			wantPort:     11211,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			d := Deployment(tt.m, "memcached:default")
+			d := Deployment(tt.m, Images{Memcached: "memcached:default"})
 
 			g.Expect(*d.Name).To(Equal(tt.m.Name))
 			g.Expect(*d.Namespace).To(Equal(tt.m.Namespace))
@@ -95,7 +95,7 @@ func TestDeployment(t *testing.T) {
 
 func TestDeploymentIsRestricted(t *testing.T) {
 	g := NewWithT(t)
-	pod := Deployment(memcached("cache", cachev1alpha1.MemcachedSpec{}), "memcached").Spec.Template.Spec
+	pod := Deployment(memcached("cache", cachev1alpha1.MemcachedSpec{}), Images{Memcached: "memcached"}).Spec.Template.Spec
 	g.Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
 	g.Expect(*pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
 	sc := pod.Containers[0].SecurityContext
@@ -110,12 +110,12 @@ func TestSelectorMatchesPodsAndNeverChanges(t *testing.T) {
 	g := NewWithT(t)
 	a := memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1), Image: "memcached:1"})
 	b := memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](5), Image: "memcached:2", Threads: ptr.To[int32](8)})
-	da, db := Deployment(a, "x"), Deployment(b, "y")
+	da, db := Deployment(a, Images{Memcached: "x"}), Deployment(b, Images{Memcached: "y"})
 	g.Expect(da.Spec.Selector.MatchLabels).To(Equal(db.Spec.Selector.MatchLabels), "a spec change must not change the immutable selector")
 	sel := labels.SelectorFromSet(da.Spec.Selector.MatchLabels)
 	g.Expect(sel.Matches(labels.Set(da.Spec.Template.Labels))).To(BeTrue())
 
-	other := Deployment(memcached("cache-2", cachev1alpha1.MemcachedSpec{}), "x")
+	other := Deployment(memcached("cache-2", cachev1alpha1.MemcachedSpec{}), Images{Memcached: "x"})
 	g.Expect(sel.Matches(labels.Set(other.Spec.Template.Labels))).To(BeFalse(), "selectors of two instances must not overlap")
 }
 
@@ -156,7 +156,7 @@ func TestImage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			NewWithT(t).Expect(Image(memcached("m", cachev1alpha1.MemcachedSpec{Image: tt.spec}), tt.def)).To(Equal(tt.want))
+			NewWithT(t).Expect(Images{Memcached: tt.def}.Image(memcached("m", cachev1alpha1.MemcachedSpec{Image: tt.spec}))).To(Equal(tt.want))
 		})
 	}
 }

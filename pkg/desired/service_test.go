@@ -1,6 +1,8 @@
 package desired
 
 import (
+	"reflect"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -71,7 +73,7 @@ func TestPodDisruptionBudget(t *testing.T) {
 func TestSchedulingDefaultsToSpreadingAcrossNodes(t *testing.T) {
 	g := NewWithT(t)
 	m := memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](4)})
-	ps := Deployment(m, "memcached:1").Spec.Template.Spec
+	ps := Deployment(m, Images{Memcached: "memcached:1"}).Spec.Template.Spec
 	g.Expect(ps.TopologySpreadConstraints).To(HaveLen(1))
 	c := ps.TopologySpreadConstraints[0]
 	g.Expect(*c.TopologyKey).To(Equal("kubernetes.io/hostname"))
@@ -86,34 +88,79 @@ func TestSchedulingDefaultsToSpreadingAcrossNodes(t *testing.T) {
 
 func TestSchedulingFieldsPassThrough(t *testing.T) {
 	g := NewWithT(t)
-	spread := corev1.TopologySpreadConstraint{
-		MaxSkew: 2, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.DoNotSchedule,
-		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/instance": "cache"}},
+	spread := cachev1alpha1.TopologySpreadConstraint{
+		MaxSkew: 2, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: "DoNotSchedule",
+		LabelSelector: &cachev1alpha1.LabelSelector{MatchLabels: map[string]cachev1alpha1.LabelValue{"app.kubernetes.io/instance": "cache"}},
 		MinDomains:    ptr.To[int32](3),
 	}
-	affinity := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+	affinity := &cachev1alpha1.Affinity{NodeAffinity: &cachev1alpha1.NodeAffinity{
+		Required: &cachev1alpha1.NodeSelector{NodeSelectorTerms: []cachev1alpha1.NodeSelectorTerm{{
+			MatchExpressions: []cachev1alpha1.NodeSelectorRequirement{{Key: "pool", Operator: "In", Values: []string{"cache", "general"}}},
+		}}},
+	}}
+	tolerations := []cachev1alpha1.Toleration{
+		{Key: "dedicated", Operator: "Equal", Value: "cache", Effect: "NoSchedule"},
+		{Key: "node.kubernetes.io/unreachable", Operator: "Exists", Effect: "NoExecute", TolerationSeconds: ptr.To[int64](30)},
+	}
+	m := memcached("cache", cachev1alpha1.MemcachedSpec{
+		NodeSelector:              map[string]cachev1alpha1.LabelValue{"pool": "cache"},
+		Affinity:                  affinity,
+		Tolerations:               tolerations,
+		TopologySpreadConstraints: []cachev1alpha1.TopologySpreadConstraint{spread},
+	})
+	d := Deployment(m, Images{Memcached: "memcached:1"})
+
+	// What the Deployment's pod template says is exactly what the spec
+	// said, read as the core API reads it.
+	got := &corev1.PodTemplateSpec{}
+	g.Expect(jsonconv.Convert(d.Spec.Template, got)).To(Succeed())
+	g.Expect(got.Spec.NodeSelector).To(Equal(map[string]string{"pool": "cache"}))
+	g.Expect(got.Spec.Affinity).To(Equal(&corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"cache", "general"}}},
 		}}},
-	}}
-	tolerations := []corev1.Toleration{
+	}}))
+	g.Expect(got.Spec.Tolerations).To(Equal([]corev1.Toleration{
 		{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "cache", Effect: corev1.TaintEffectNoSchedule},
 		{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](30)},
-	}
-	m := memcached("cache", cachev1alpha1.MemcachedSpec{
-		NodeSelector:              map[string]string{"pool": "cache"},
-		Affinity:                  affinity,
-		Tolerations:               tolerations,
-		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{spread},
-	})
-	d := Deployment(m, "memcached:1")
+	}))
+	g.Expect(got.Spec.TopologySpreadConstraints).To(Equal([]corev1.TopologySpreadConstraint{{
+		MaxSkew: 2, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/instance": "cache"}},
+		MinDomains:    ptr.To[int32](3),
+	}}), "set: replaces the default spreading")
+}
 
-	// What the Deployment's pod template says, decoded as the API type, is
-	// exactly what the spec said.
-	got := &corev1.PodTemplateSpec{}
-	g.Expect(jsonconv.Convert(d.Spec.Template, got)).To(Succeed())
-	g.Expect(got.Spec.NodeSelector).To(Equal(m.Spec.NodeSelector))
-	g.Expect(got.Spec.Affinity).To(Equal(affinity))
-	g.Expect(got.Spec.Tolerations).To(Equal(tolerations))
-	g.Expect(got.Spec.TopologySpreadConstraints).To(Equal([]corev1.TopologySpreadConstraint{spread}), "set: replaces the default spreading")
+// The scheduling types of the API are the core API's, field for field:
+// every JSON field of the core type is one of ours, so nothing a user
+// copies from a pod's spec is dropped or refused as unknown.
+func TestSchedulingTypesHaveEveryCoreField(t *testing.T) {
+	pairs := []struct{ ours, core reflect.Type }{
+		{reflect.TypeFor[cachev1alpha1.Toleration](), reflect.TypeFor[corev1.Toleration]()},
+		{reflect.TypeFor[cachev1alpha1.TopologySpreadConstraint](), reflect.TypeFor[corev1.TopologySpreadConstraint]()},
+		{reflect.TypeFor[cachev1alpha1.LabelSelector](), reflect.TypeFor[metav1.LabelSelector]()},
+		{reflect.TypeFor[cachev1alpha1.LabelSelectorRequirement](), reflect.TypeFor[metav1.LabelSelectorRequirement]()},
+		{reflect.TypeFor[cachev1alpha1.Affinity](), reflect.TypeFor[corev1.Affinity]()},
+		{reflect.TypeFor[cachev1alpha1.NodeAffinity](), reflect.TypeFor[corev1.NodeAffinity]()},
+		{reflect.TypeFor[cachev1alpha1.NodeSelector](), reflect.TypeFor[corev1.NodeSelector]()},
+		{reflect.TypeFor[cachev1alpha1.NodeSelectorTerm](), reflect.TypeFor[corev1.NodeSelectorTerm]()},
+		{reflect.TypeFor[cachev1alpha1.NodeSelectorRequirement](), reflect.TypeFor[corev1.NodeSelectorRequirement]()},
+		{reflect.TypeFor[cachev1alpha1.PreferredSchedulingTerm](), reflect.TypeFor[corev1.PreferredSchedulingTerm]()},
+		{reflect.TypeFor[cachev1alpha1.PodAffinity](), reflect.TypeFor[corev1.PodAffinity]()},
+		{reflect.TypeFor[cachev1alpha1.PodAffinity](), reflect.TypeFor[corev1.PodAntiAffinity]()},
+		{reflect.TypeFor[cachev1alpha1.PodAffinityTerm](), reflect.TypeFor[corev1.PodAffinityTerm]()},
+		{reflect.TypeFor[cachev1alpha1.WeightedPodAffinityTerm](), reflect.TypeFor[corev1.WeightedPodAffinityTerm]()},
+	}
+	jsonNames := func(t reflect.Type) []string {
+		var names []string
+		for f := range t.Fields() {
+			names = append(names, strings.Split(f.Tag.Get("json"), ",")[0])
+		}
+		return names
+	}
+	for _, p := range pairs {
+		t.Run(p.core.Name(), func(t *testing.T) {
+			NewWithT(t).Expect(jsonNames(p.ours)).To(ConsistOf(jsonNames(p.core)))
+		})
+	}
 }

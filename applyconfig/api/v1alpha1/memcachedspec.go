@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	apiv1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -26,6 +27,9 @@ import (
 // with apply.
 //
 // MemcachedSpec is the desired state of a Memcached cache.
+//
+// The rules below refuse, when the Memcached is applied, what the apiserver
+// or memcached would otherwise refuse later in the objects built from it.
 type MemcachedSpecApplyConfiguration struct {
 	// size is the number of memcached pods. It is the scale subresource's
 	// replica count, so `kubectl scale memcached/NAME --replicas=N` and a
@@ -48,23 +52,49 @@ type MemcachedSpecApplyConfiguration struct {
 	// threads is the number of worker threads (memcached's -t). When empty,
 	// memcached's own default (4) applies.
 	Threads *int32 `json:"threads,omitempty"`
+	// maxItemSize is the largest item memcached stores (memcached's -I),
+	// in Ki, Mi or Gi, such as 2Mi. When empty, memcached's own
+	// default (1Mi) applies. memcached accepts multiples of 512Ki from
+	// 512Ki to 1Gi, and at most half of memoryLimitMiB.
+	MaxItemSize *string `json:"maxItemSize,omitempty"`
+	// verbosity is memcached's logging level: 0 logs errors only, 1
+	// (memcached's -v) adds client errors and warnings, 2 (-vv) adds every
+	// command and response. Level 2 logs keys; use it only to debug.
+	Verbosity *int32 `json:"verbosity,omitempty"`
+	// imagePullSecrets name Secrets in the Memcached's namespace that the
+	// kubelet uses to pull the memcached and exporter images.
+	ImagePullSecrets []ImagePullSecretApplyConfiguration `json:"imagePullSecrets,omitempty"`
+	// priorityClassName is the PriorityClass of the memcached pods. The
+	// class must exist when the pods are created, or the Deployment reports
+	// that it cannot create them.
+	PriorityClassName *string `json:"priorityClassName,omitempty"`
+	// podLabels are added to the memcached pods' labels. They cannot set
+	// the labels that select the pods.
+	PodLabels map[string]apiv1alpha1.LabelValue `json:"podLabels,omitempty"`
+	// podAnnotations are added to the memcached pods' annotations.
+	// Changing them rolls the pods.
+	PodAnnotations map[string]apiv1alpha1.AnnotationValue `json:"podAnnotations,omitempty"`
+	// monitoring runs the Prometheus memcached exporter beside memcached
+	// and, when the cluster has the Prometheus Operator, a ServiceMonitor
+	// that scrapes it. Off when empty.
+	Monitoring *MonitoringSpecApplyConfiguration `json:"monitoring,omitempty"`
 	// resources are the memcached container's compute resources. When
 	// empty, the container has no requests or limits.
 	Resources *v1.ResourceRequirements `json:"resources,omitempty"`
 	// nodeSelector is copied as-is to the memcached pods: they run only on
 	// nodes with these labels.
-	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	NodeSelector map[string]apiv1alpha1.LabelValue `json:"nodeSelector,omitempty"`
 	// affinity is copied as-is to the memcached pods.
-	Affinity *v1.Affinity `json:"affinity,omitempty"`
+	Affinity *AffinityApplyConfiguration `json:"affinity,omitempty"`
 	// tolerations are copied as-is to the memcached pods.
-	Tolerations []v1.Toleration `json:"tolerations,omitempty"`
+	Tolerations []TolerationApplyConfiguration `json:"tolerations,omitempty"`
 	// topologySpreadConstraints replace the operator's default spreading
 	// when set. By default the pods of a Memcached are spread across nodes
 	// (topologyKey kubernetes.io/hostname, maxSkew 1, ScheduleAnyway, pods
 	// of the current revision only), so
 	// that losing a node loses as little of the cache as the scheduler can
 	// manage.
-	TopologySpreadConstraints []v1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	TopologySpreadConstraints []TopologySpreadConstraintApplyConfiguration `json:"topologySpreadConstraints,omitempty"`
 }
 
 // MemcachedSpecApplyConfiguration constructs a declarative configuration of the MemcachedSpec type for use with
@@ -121,6 +151,79 @@ func (b *MemcachedSpecApplyConfiguration) WithThreads(value int32) *MemcachedSpe
 	return b
 }
 
+// WithMaxItemSize sets the MaxItemSize field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MaxItemSize field is set to the value of the last call.
+func (b *MemcachedSpecApplyConfiguration) WithMaxItemSize(value string) *MemcachedSpecApplyConfiguration {
+	b.MaxItemSize = &value
+	return b
+}
+
+// WithVerbosity sets the Verbosity field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Verbosity field is set to the value of the last call.
+func (b *MemcachedSpecApplyConfiguration) WithVerbosity(value int32) *MemcachedSpecApplyConfiguration {
+	b.Verbosity = &value
+	return b
+}
+
+// WithImagePullSecrets adds the given value to the ImagePullSecrets field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the ImagePullSecrets field.
+func (b *MemcachedSpecApplyConfiguration) WithImagePullSecrets(values ...*ImagePullSecretApplyConfiguration) *MemcachedSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithImagePullSecrets")
+		}
+		b.ImagePullSecrets = append(b.ImagePullSecrets, *values[i])
+	}
+	return b
+}
+
+// WithPriorityClassName sets the PriorityClassName field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PriorityClassName field is set to the value of the last call.
+func (b *MemcachedSpecApplyConfiguration) WithPriorityClassName(value string) *MemcachedSpecApplyConfiguration {
+	b.PriorityClassName = &value
+	return b
+}
+
+// WithPodLabels puts the entries into the PodLabels field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, the entries provided by each call will be put on the PodLabels field,
+// overwriting an existing map entries in PodLabels field with the same key.
+func (b *MemcachedSpecApplyConfiguration) WithPodLabels(entries map[string]apiv1alpha1.LabelValue) *MemcachedSpecApplyConfiguration {
+	if b.PodLabels == nil && len(entries) > 0 {
+		b.PodLabels = make(map[string]apiv1alpha1.LabelValue, len(entries))
+	}
+	for k, v := range entries {
+		b.PodLabels[k] = v
+	}
+	return b
+}
+
+// WithPodAnnotations puts the entries into the PodAnnotations field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, the entries provided by each call will be put on the PodAnnotations field,
+// overwriting an existing map entries in PodAnnotations field with the same key.
+func (b *MemcachedSpecApplyConfiguration) WithPodAnnotations(entries map[string]apiv1alpha1.AnnotationValue) *MemcachedSpecApplyConfiguration {
+	if b.PodAnnotations == nil && len(entries) > 0 {
+		b.PodAnnotations = make(map[string]apiv1alpha1.AnnotationValue, len(entries))
+	}
+	for k, v := range entries {
+		b.PodAnnotations[k] = v
+	}
+	return b
+}
+
+// WithMonitoring sets the Monitoring field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Monitoring field is set to the value of the last call.
+func (b *MemcachedSpecApplyConfiguration) WithMonitoring(value *MonitoringSpecApplyConfiguration) *MemcachedSpecApplyConfiguration {
+	b.Monitoring = value
+	return b
+}
+
 // WithResources sets the Resources field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Resources field is set to the value of the last call.
@@ -133,9 +236,9 @@ func (b *MemcachedSpecApplyConfiguration) WithResources(value v1.ResourceRequire
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, the entries provided by each call will be put on the NodeSelector field,
 // overwriting an existing map entries in NodeSelector field with the same key.
-func (b *MemcachedSpecApplyConfiguration) WithNodeSelector(entries map[string]string) *MemcachedSpecApplyConfiguration {
+func (b *MemcachedSpecApplyConfiguration) WithNodeSelector(entries map[string]apiv1alpha1.LabelValue) *MemcachedSpecApplyConfiguration {
 	if b.NodeSelector == nil && len(entries) > 0 {
-		b.NodeSelector = make(map[string]string, len(entries))
+		b.NodeSelector = make(map[string]apiv1alpha1.LabelValue, len(entries))
 	}
 	for k, v := range entries {
 		b.NodeSelector[k] = v
@@ -146,17 +249,20 @@ func (b *MemcachedSpecApplyConfiguration) WithNodeSelector(entries map[string]st
 // WithAffinity sets the Affinity field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Affinity field is set to the value of the last call.
-func (b *MemcachedSpecApplyConfiguration) WithAffinity(value v1.Affinity) *MemcachedSpecApplyConfiguration {
-	b.Affinity = &value
+func (b *MemcachedSpecApplyConfiguration) WithAffinity(value *AffinityApplyConfiguration) *MemcachedSpecApplyConfiguration {
+	b.Affinity = value
 	return b
 }
 
 // WithTolerations adds the given value to the Tolerations field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the Tolerations field.
-func (b *MemcachedSpecApplyConfiguration) WithTolerations(values ...v1.Toleration) *MemcachedSpecApplyConfiguration {
+func (b *MemcachedSpecApplyConfiguration) WithTolerations(values ...*TolerationApplyConfiguration) *MemcachedSpecApplyConfiguration {
 	for i := range values {
-		b.Tolerations = append(b.Tolerations, values[i])
+		if values[i] == nil {
+			panic("nil value passed to WithTolerations")
+		}
+		b.Tolerations = append(b.Tolerations, *values[i])
 	}
 	return b
 }
@@ -164,9 +270,12 @@ func (b *MemcachedSpecApplyConfiguration) WithTolerations(values ...v1.Toleratio
 // WithTopologySpreadConstraints adds the given value to the TopologySpreadConstraints field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the TopologySpreadConstraints field.
-func (b *MemcachedSpecApplyConfiguration) WithTopologySpreadConstraints(values ...v1.TopologySpreadConstraint) *MemcachedSpecApplyConfiguration {
+func (b *MemcachedSpecApplyConfiguration) WithTopologySpreadConstraints(values ...*TopologySpreadConstraintApplyConfiguration) *MemcachedSpecApplyConfiguration {
 	for i := range values {
-		b.TopologySpreadConstraints = append(b.TopologySpreadConstraints, values[i])
+		if values[i] == nil {
+			panic("nil value passed to WithTopologySpreadConstraints")
+		}
+		b.TopologySpreadConstraints = append(b.TopologySpreadConstraints, *values[i])
 	}
 	return b
 }

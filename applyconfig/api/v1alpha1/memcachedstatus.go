@@ -43,6 +43,9 @@ type MemcachedStatusApplyConfiguration struct {
 	// selector is the label selector of the memcached pods, in string form
 	// (the scale subresource's selector, used by a HorizontalPodAutoscaler).
 	Selector *string `json:"selector,omitempty"`
+	// image is the memcached image the operator gives the pods: spec.image,
+	// or the operator's default when that is unset.
+	Image *string `json:"image,omitempty"`
 	// service tells clients where to connect: the headless Service that
 	// resolves to one address per ready memcached pod. It is set once the
 	// operator has applied the Service.
@@ -97,6 +100,14 @@ func (b *MemcachedStatusApplyConfiguration) WithReadyReplicas(value int32) *Memc
 // If called multiple times, the Selector field is set to the value of the last call.
 func (b *MemcachedStatusApplyConfiguration) WithSelector(value string) *MemcachedStatusApplyConfiguration {
 	b.Selector = &value
+	return b
+}
+
+// WithImage sets the Image field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Image field is set to the value of the last call.
+func (b *MemcachedStatusApplyConfiguration) WithImage(value string) *MemcachedStatusApplyConfiguration {
+	b.Image = &value
 	return b
 }
 

@@ -37,7 +37,7 @@ func TestArgoCDHealthCheckOfTheInstallGuide(t *testing.T) {
 
 	// No node has this label: the pods stay Pending.
 	pending := newMemcached(t, ns, "pending", cachev1alpha1.MemcachedSpec{
-		Size: ptr.To[int32](1), NodeSelector: map[string]string{"memcached-operator.example.com/nowhere": "true"},
+		Size: ptr.To[int32](1), NodeSelector: map[string]cachev1alpha1.LabelValue{"memcached-operator.example.com/nowhere": "true"},
 	})
 
 	foreign := &appsv1.Deployment{

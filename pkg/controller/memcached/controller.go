@@ -72,8 +72,8 @@ type Reconciler struct {
 	Owned *owned.Store
 	// Recorder records events on Memcached objects.
 	Recorder events.EventRecorder
-	// DefaultImage is the memcached image of a Memcached without spec.image.
-	DefaultImage string
+	// Images are the images of a Memcached whose spec names none.
+	Images desired.Images
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -146,7 +146,7 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, m *cachev1alpha1.Memc
 		reports = append(reports, out.report)
 	}
 
-	dep, err := ensure(ctx, s, deployments, desired.Deployment(m, r.DefaultImage))
+	dep, err := ensure(ctx, s, deployments, desired.Deployment(m, r.Images))
 	if err != nil {
 		return obs, false, err
 	}

@@ -218,11 +218,11 @@ func TestForeignLabelOnServiceSurvivesAndSchedulingFieldsComeAndGo(t *testing.T)
 	ns := testenv.Namespace(t, k8s)
 	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{
 		Size:         ptr.To[int32](2),
-		NodeSelector: map[string]string{"kubernetes.io/os": "linux"},
-		Tolerations:  []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "cache", Effect: corev1.TaintEffectNoSchedule}},
-		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
-			MaxSkew: 1, TopologyKey: "kubernetes.io/os", WhenUnsatisfiable: corev1.ScheduleAnyway,
-			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/instance": "cache"}},
+		NodeSelector: map[string]cachev1alpha1.LabelValue{"kubernetes.io/os": "linux"},
+		Tolerations:  []cachev1alpha1.Toleration{{Key: "dedicated", Operator: "Equal", Value: "cache", Effect: "NoSchedule"}},
+		TopologySpreadConstraints: []cachev1alpha1.TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: "kubernetes.io/os", WhenUnsatisfiable: "ScheduleAnyway",
+			LabelSelector: &cachev1alpha1.LabelSelector{MatchLabels: map[string]cachev1alpha1.LabelValue{"app.kubernetes.io/instance": "cache"}},
 		}},
 	})
 	_, dep := converged(t, m)

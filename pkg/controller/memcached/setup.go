@@ -15,8 +15,8 @@ import (
 
 // Options configure the controller.
 type Options struct {
-	// DefaultImage is the memcached image of a Memcached without spec.image.
-	DefaultImage string
+	// Images are the images of Memcacheds whose spec names none.
+	Images desired.Images
 	// WatchNamespaces are the namespaces whose Memcacheds are reconciled;
 	// all when empty.
 	WatchNamespaces []string
@@ -43,11 +43,11 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("adding the store of owned objects: %w", err)
 	}
 	r := &Reconciler{
-		Client:       mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		Owned:        store,
-		Recorder:     mgr.GetEventRecorder("memcached-operator"),
-		DefaultImage: o.DefaultImage,
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Owned:     store,
+		Recorder:  mgr.GetEventRecorder("memcached-operator"),
+		Images:    o.Images,
 	}
 	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
 }
