@@ -38,6 +38,10 @@ generate: ## Generate deepcopy functions and apply configurations (applyconfig/)
 manifests: ## Generate the CRD (manifests/crd/bases) and the ClusterRole (manifests/rbac) from markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=manifests/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager paths=./pkg/... output:rbac:artifacts:config=manifests/rbac
+	@# The Prometheus Operator's ServiceMonitor CRD, which tests install: from
+	@# its API types module, the version go.mod pins.
+	@tmp="$$(mktemp -d)" && $(CONTROLLER_GEN) crd:maxDescLen=0 paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:artifacts:config="$$tmp" && \
+		mkdir -p hack/crds && cp "$$tmp/monitoring.coreos.com_servicemonitors.yaml" hack/crds/ && rm -rf "$$tmp"
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.

@@ -39,7 +39,16 @@ var (
 	localMemcachedImage       = repo.Version("LOCAL_MEMCACHED_IMAGE")
 	localMemcachedImageByName = repo.Version("LOCAL_MEMCACHED_IMAGE_MINOR")
 	localClientImage          = repo.Version("LOCAL_CLIENT_IMAGE")
+	localExporterImage        = repo.Version("LOCAL_EXPORTER_IMAGE")
 )
+
+// exporterImage is the exporter image of the operators the suite runs.
+func exporterImage() string {
+	if provider == "local" {
+		return localExporterImage
+	}
+	return desired.DefaultExporterImage
+}
 
 const (
 	realNodeLabel = "memcached-operator.example.com/real-node"

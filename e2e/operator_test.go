@@ -39,7 +39,7 @@ func runOperator(cfg *envconf.Config, extraArgs ...string) (*hostOperator, error
 		Binary:     os.Getenv("E2E_OPERATOR_BINARY"),
 		Kubeconfig: cfg.KubeconfigFile(),
 		Metrics:    true,
-		Args:       append([]string{"--sync-period=5s", "--memcached-image=" + desired.DefaultImage}, extraArgs...),
+		Args:       append([]string{"--sync-period=5s", "--memcached-image=" + desired.DefaultImage, "--exporter-image=" + exporterImage()}, extraArgs...),
 	})
 	if err != nil {
 		return nil, err

@@ -10,6 +10,9 @@
 #                                 libraries it links, a passwd entry for uid 1001;
 #                                 also tagged localhost/memcached:1.6
 #   localhost/busybox:1.35        Debian's busybox-static, for client pods
+#   localhost/memcached-exporter:v0.14.4
+#                                 the Prometheus memcached exporter, built static
+#                                 from its Go module (hack/tools/exporter)
 #   memcached-operator:e2e        the project's Dockerfile, unchanged, built on
 #                                 local stand-ins for its two base images (below)
 #
@@ -163,6 +166,21 @@ busybox() {
   save "${name}" "${h}"
 }
 
+exporter() {
+  local name="${LOCAL_EXPORTER_IMAGE}" tools="${ROOT}/hack/tools/exporter" h
+  h="$(hash_of "${tools}/go.mod" "${tools}/go.sum" <(go version) <(echo "${name}"))"
+  current "${name}" "${h}" && { echo "up to date: ${name}"; return; }
+  docker_ready
+  local dir="${work}/exporter"
+  mkdir -p "${dir}/bin" "${dir}/tmp"
+  (cd "${tools}" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${dir}/bin/memcached_exporter" \
+    github.com/prometheus/memcached_exporter/cmd/memcached_exporter)
+  chmod 1777 "${dir}/tmp"
+  passwd_files "${dir}" nobody 65534
+  import_rootfs "${name}" "${dir}" 'ENTRYPOINT ["/bin/memcached_exporter"]' 'USER 65534:65534' 'EXPOSE 9150'
+  save "${name}" "${h}"
+}
+
 # standin NAME BUILD_FUNCTION: import a stand-in unless an image NAME exists
 # that is not one of ours.
 standin() {
@@ -224,4 +242,5 @@ operator() {
 pause
 memcached
 busybox
+exporter
 operator

@@ -30,7 +30,7 @@ echo "Installing the Memcached CRD"
 flags=()
 if [[ -z "${KUBECONFIG_WAS_SET:-}" && "${REAL_NODE:-0}" == 1 ]]; then
   # The real node pulls nothing: memcached runs from the image hack/images.sh made.
-  flags+=(--memcached-image="${LOCAL_MEMCACHED_IMAGE}")
+  flags+=(--memcached-image="${LOCAL_MEMCACHED_IMAGE}" --exporter-image="${LOCAL_EXPORTER_IMAGE}")
 fi
 
 echo "Starting the operator (bin/manager)"

@@ -27,6 +27,12 @@ const (
 	// stopped and needs a person. kstatus readers report the object Failed
 	// while it is True.
 	ConditionStalled = "Stalled"
+
+	// ConditionMonitored is present while spec.monitoring is enabled: True
+	// when the Memcached's ServiceMonitor exists, False when the cluster
+	// has no ServiceMonitor CRD or another object holds its name. The
+	// exporter runs either way.
+	ConditionMonitored = "Monitored"
 )
 
 // Condition reasons of a Memcached's status.
@@ -53,6 +59,14 @@ const (
 	// Memcached's name exists and is not controlled by it; the operator
 	// leaves it alone.
 	ReasonPodDisruptionBudgetNotOwned = "PodDisruptionBudgetNotOwned"
+	// ReasonServiceMonitorNotOwned: a ServiceMonitor with the Memcached's
+	// name exists and is not controlled by it; the operator leaves it alone.
+	ReasonServiceMonitorNotOwned = "ServiceMonitorNotOwned"
+	// ReasonServiceMonitorReady: the Memcached's ServiceMonitor exists.
+	ReasonServiceMonitorReady = "ServiceMonitorReady"
+	// ReasonServiceMonitorCRDMissing: the cluster had no ServiceMonitor CRD
+	// (monitoring.coreos.com/v1) when the operator started.
+	ReasonServiceMonitorCRDMissing = "ServiceMonitorCRDMissing"
 	// ReasonApplyFailed: the apiserver refused an object the operator applied.
 	ReasonApplyFailed = "ApplyFailed"
 	// ReasonDeploymentPending: the Deployment has not been observed yet.

@@ -4,6 +4,7 @@ package operator
 
 import (
 	"fmt"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -39,6 +40,9 @@ func NewScheme() (*runtime.Scheme, error) {
 	}
 	if err := cachev1alpha1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("registering the Memcached types: %w", err)
+	}
+	if err := monitoringv1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("registering the ServiceMonitor types: %w", err)
 	}
 	return s, nil
 }

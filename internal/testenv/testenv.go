@@ -55,7 +55,8 @@ type Env struct {
 const SharedKubeconfig = "MEMCACHED_TESTENV_KUBECONFIG"
 
 // Start starts etcd and kube-apiserver from KUBEBUILDER_ASSETS (bin/k8s when
-// unset) and installs the CRDs of manifests/crd/bases. Stop it with Stop.
+// unset) and installs the CRDs of manifests/crd/bases, and the Prometheus
+// Operator's ServiceMonitor CRD (hack/crds). Stop it with Stop.
 // When $MEMCACHED_TESTENV_KUBECONFIG is set, Start uses that apiserver
 // instead, and Stop leaves it running.
 func Start() (*Env, error) {
@@ -73,7 +74,7 @@ func Start() (*Env, error) {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{repo.Path("manifests", "crd", "bases")},
+		CRDDirectoryPaths:     []string{repo.Path("manifests", "crd", "bases"), repo.Path("hack", "crds")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                Scheme,
 	}

@@ -15,10 +15,10 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
-// typeConverter knows the schemas of the built-in types, so that apply
-// configurations convert to field sets with list-map keys as the apiserver
-// records them in managed fields.
-var typeConverter = applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
+// typeConverter knows the schemas of the kinds the operator owns, so that
+// apply configurations convert to field sets with list-map keys as the
+// apiserver records them in managed fields.
+var typeConverter managedfields.TypeConverter = kindTypes{builtin: applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)}
 
 // identity are the fields of an apply configuration that managed fields
 // never list.

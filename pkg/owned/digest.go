@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -49,6 +50,8 @@ func computeDigest(obj client.Object) (Digest, error) {
 		owned, err = corev1ac.ExtractService(o, FieldManager)
 	case *policyv1.PodDisruptionBudget:
 		owned, err = policyv1ac.ExtractPodDisruptionBudget(o, FieldManager)
+	case *monitoringv1.ServiceMonitor:
+		owned, err = extractServiceMonitor(o)
 	default:
 		return d, fmt.Errorf("no digest for %T", obj)
 	}

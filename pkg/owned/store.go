@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1client "github.com/prometheus-operator/prometheus-operator/pkg/client/versioned/typed/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -25,8 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// Store watches the Deployments, Services and PodDisruptionBudgets that
-// carry the operator's label, in the namespaces it watches, and keeps a
+// Store watches the Deployments, Services, PodDisruptionBudgets and
+// ServiceMonitors that carry the operator's label, in the namespaces it watches, and keeps a
 // Summary of each. It is not the manager's cache: that cache would hand
 // out summaries as if they were whole objects. Add it to the manager as a
 // Runnable; it runs on every replica, leader or not, so that a new leader
@@ -44,7 +46,10 @@ type Store struct {
 // with its SyncPeriod: the controller's periodic look at every Memcached. It uses the typed clients of the three
 // kinds only: client-go's informer factory would link every API group's
 // informers into the binary (26 MB, and resident pages with them).
-func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector labels.Selector, resync time.Duration) (*Store, error) {
+//
+// With serviceMonitors, it watches the Prometheus Operator's ServiceMonitors
+// too: only in a cluster that serves them (see LearnServiceMonitors).
+func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector labels.Selector, resync time.Duration, serviceMonitors bool) (*Store, error) {
 	apps, err := appsv1client.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, err
@@ -54,6 +59,10 @@ func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector l
 		return nil, err
 	}
 	policy, err := policyv1client.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
+	monitoring, err := monitoringv1client.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +93,15 @@ func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector l
 			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 				return policy.PodDisruptionBudgets(ns).Watch(ctx, o)
 			}))
+		if serviceMonitors {
+			s.add(KindServiceMonitor, ns, &monitoringv1.ServiceMonitor{}, listWatch(sel,
+				func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					return monitoring.ServiceMonitors(ns).List(ctx, o)
+				},
+				func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+					return monitoring.ServiceMonitors(ns).Watch(ctx, o)
+				}))
+		}
 	}
 	return s, nil
 }
@@ -154,7 +172,7 @@ func (s *Store) Get(k Kind, key types.NamespacedName) (*Summary, bool, error) {
 // store and asks the apiserver nothing for it.
 func (s *Store) Sources(h handler.EventHandler) []source.Source {
 	var out []source.Source
-	for _, k := range []Kind{KindDeployment, KindService, KindPodDisruptionBudget} {
+	for _, k := range []Kind{KindDeployment, KindService, KindPodDisruptionBudget, KindServiceMonitor} {
 		for _, inf := range s.informers[k] {
 			out = append(out, &syncingSource{Informer: source.Informer{Informer: inf, Handler: h}, synced: inf.HasSynced})
 		}

@@ -13,6 +13,7 @@ package owned
 import (
 	"fmt"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -42,6 +43,9 @@ const (
 	KindDeployment          Kind = "Deployment"
 	KindService             Kind = "Service"
 	KindPodDisruptionBudget Kind = "PodDisruptionBudget"
+	// KindServiceMonitor is the Prometheus Operator's ServiceMonitor, made
+	// only in clusters that have its CRD.
+	KindServiceMonitor Kind = "ServiceMonitor"
 )
 
 // Summary is what the operator keeps of a Deployment, Service or
@@ -110,6 +114,8 @@ func Observed(obj client.Object) (*Summary, error) {
 		s.Ports = o.Spec.Ports
 	case *policyv1.PodDisruptionBudget:
 		s.TypeMeta = metav1.TypeMeta{APIVersion: policyv1.SchemeGroupVersion.String(), Kind: string(KindPodDisruptionBudget)}
+	case *monitoringv1.ServiceMonitor:
+		s.TypeMeta = metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: string(KindServiceMonitor)}
 	default:
 		return nil, fmt.Errorf("no summary for %T", obj)
 	}

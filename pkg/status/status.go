@@ -34,7 +34,26 @@ type Observation struct {
 	// ApplyError is the apiserver's refusal of an object the operator
 	// applied, if any. Its message names the object.
 	ApplyError error
+	// Monitor is where the Memcached's ServiceMonitor stands; MonitorOff
+	// without spec.monitoring.
+	Monitor Monitor
+	// Image is the memcached image the operator gives the pods.
+	Image string
 }
+
+// Monitor is where a Memcached's ServiceMonitor stands.
+type Monitor int
+
+const (
+	// MonitorOff: monitoring is not enabled.
+	MonitorOff Monitor = iota
+	// MonitorReady: the ServiceMonitor exists.
+	MonitorReady
+	// MonitorCRDMissing: the cluster has no ServiceMonitor CRD.
+	MonitorCRDMissing
+	// MonitorNotOwned: a ServiceMonitor of that name is not the Memcached's.
+	MonitorNotOwned
+)
 
 // notOwned tells whether an object of kind with the Memcached's name is in the way.
 func (o Observation) notOwned(kind owned.Kind) bool {
@@ -47,6 +66,9 @@ func Status(m *cachev1alpha1.Memcached, obs Observation, now metav1.Time) *cache
 	st := cacheac.MemcachedStatus().
 		WithObservedGeneration(m.Generation).
 		WithSelector(metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: desired.SelectorLabels(m)}))
+	if obs.Image != "" {
+		st.WithImage(obs.Image)
+	}
 	// Zero counts are left out rather than sent as 0: the API omits zero
 	// values, so the stored object would never show a 0 to compare with, and
 	// a field the operator stops sending is removed, which reads as 0.
@@ -83,13 +105,35 @@ func servicePort(svc *owned.Summary) (int32, bool) {
 
 // Conditions are the conditions the operator owns, without times or generation.
 func Conditions(m *cachev1alpha1.Memcached, obs Observation) []metav1.Condition {
-	return []metav1.Condition{
+	cs := []metav1.Condition{
 		Available(m, obs),
 		Progressing(m, obs),
 		Degraded(m, obs),
 		Reconciling(m, obs),
 		Stalled(m, obs),
 	}
+	if obs.Monitor != MonitorOff {
+		cs = append(cs, Monitored(m, obs))
+	}
+	return cs
+}
+
+// Monitored tells whether Prometheus has what it needs to scrape the
+// exporter: the Memcached's ServiceMonitor.
+func Monitored(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
+	c := metav1.Condition{Type: cachev1alpha1.ConditionMonitored}
+	switch obs.Monitor {
+	case MonitorReady:
+		c.Status, c.Reason = metav1.ConditionTrue, cachev1alpha1.ReasonServiceMonitorReady
+		c.Message = fmt.Sprintf("ServiceMonitor %s scrapes port %s of Service %s", m.Name, desired.MetricsPortName, m.Name)
+	case MonitorNotOwned:
+		c.Status, c.Reason = metav1.ConditionFalse, cachev1alpha1.ReasonServiceMonitorNotOwned
+		c.Message = notOwnedMessage(owned.KindServiceMonitor, m.Name)
+	default:
+		c.Status, c.Reason = metav1.ConditionFalse, cachev1alpha1.ReasonServiceMonitorCRDMissing
+		c.Message = fmt.Sprintf("The cluster had no ServiceMonitor CRD (monitoring.coreos.com/v1) when the operator started: the exporter serves metrics on port %s of Service %s, and no ServiceMonitor is made. Install the Prometheus Operator and restart the operator", desired.MetricsPortName, m.Name)
+	}
+	return c
 }
 
 func conditionApplyConfiguration(c metav1.Condition, existing []metav1.Condition, generation int64, now metav1.Time) *metav1ac.ConditionApplyConfiguration {
@@ -252,7 +296,9 @@ func blockedReason(obs Observation) string {
 		return cachev1alpha1.ReasonApplyFailed
 	case obs.notOwned(owned.KindService):
 		return cachev1alpha1.ReasonServiceNotOwned
-	default:
+	case obs.notOwned(owned.KindPodDisruptionBudget):
 		return cachev1alpha1.ReasonPodDisruptionBudgetNotOwned
+	default:
+		return cachev1alpha1.ReasonServiceMonitorNotOwned
 	}
 }

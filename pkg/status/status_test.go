@@ -229,3 +229,46 @@ func TestKstatusReadsTheStatus(t *testing.T) {
 		})
 	}
 }
+
+// The Monitored condition is there only while monitoring is on, and says
+// whether a ServiceMonitor scrapes the exporter; it never touches the
+// cache's own conditions.
+func TestMonitored(t *testing.T) {
+	tests := []struct {
+		monitor Monitor
+		want    *metav1.Condition
+	}{
+		{MonitorOff, nil},
+		{MonitorReady, &metav1.Condition{Status: metav1.ConditionTrue, Reason: cachev1alpha1.ReasonServiceMonitorReady}},
+		{MonitorCRDMissing, &metav1.Condition{Status: metav1.ConditionFalse, Reason: cachev1alpha1.ReasonServiceMonitorCRDMissing}},
+		{MonitorNotOwned, &metav1.Condition{Status: metav1.ConditionFalse, Reason: cachev1alpha1.ReasonServiceMonitorNotOwned}},
+	}
+	for _, tt := range tests {
+		g := NewWithT(t)
+		cs := Conditions(mc(3), Observation{Deployment: complete, Monitor: tt.monitor})
+		var got *metav1.Condition
+		for i := range cs {
+			if cs[i].Type == cachev1alpha1.ConditionMonitored {
+				got = &cs[i]
+			}
+			if cs[i].Type == cachev1alpha1.ConditionAvailable {
+				g.Expect(cs[i].Status).To(Equal(metav1.ConditionTrue), "monitoring does not decide availability")
+			}
+		}
+		if tt.want == nil {
+			g.Expect(got).To(BeNil())
+			continue
+		}
+		g.Expect(got).NotTo(BeNil())
+		g.Expect(got.Status).To(Equal(tt.want.Status))
+		g.Expect(got.Reason).To(Equal(tt.want.Reason))
+		g.Expect(got.Message).NotTo(BeEmpty())
+	}
+}
+
+// The image in the status is the one the operator gives the pods, so that
+// `kubectl get memcached -o wide` shows it when spec.image is unset.
+func TestStatusShowsTheImage(t *testing.T) {
+	st := Status(mc(1), Observation{Deployment: complete, Image: "memcached:default"}, metav1.Now())
+	NewWithT(t).Expect(*st.Image).To(Equal("memcached:default"))
+}

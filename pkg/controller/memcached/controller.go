@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -74,6 +75,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Images are the images of a Memcached whose spec names none.
 	Images desired.Images
+	// ServiceMonitors: the cluster serves the Prometheus Operator's
+	// ServiceMonitors, so a Memcached with monitoring gets one.
+	ServiceMonitors bool
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -83,6 +87,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings a Memcached's Deployment, Service, PodDisruptionBudget
@@ -132,7 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // differ. It returns what it observed, and whether the Deployment was
 // created or changed.
 func (r *Reconciler) reconcileObjects(ctx context.Context, m *cachev1alpha1.Memcached) (status.Observation, bool, error) {
-	var obs status.Observation
+	obs := status.Observation{Image: r.Images.Image(m)}
 	var reports []report
 	s := &scope{r: r, m: m}
 	defer func() { recordReports(r, m, reports) }()
@@ -160,17 +165,55 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, m *cachev1alpha1.Memc
 	obs.Service = svc.obj
 	observe(owned.KindService, svc)
 
-	if !desired.WantsPodDisruptionBudget(m) {
+	if desired.WantsPodDisruptionBudget(m) {
+		pdb, err := ensure(ctx, s, podDisruptionBudgets, desired.PodDisruptionBudget(m))
+		if err != nil {
+			return obs, false, err
+		}
+		observe(owned.KindPodDisruptionBudget, pdb)
+	} else {
 		rep, err := remove(ctx, s, podDisruptionBudgets)
+		if err != nil {
+			return obs, false, err
+		}
 		reports = append(reports, rep)
-		return obs, dep.changed, err
 	}
-	pdb, err := ensure(ctx, s, podDisruptionBudgets, desired.PodDisruptionBudget(m))
-	if err != nil {
-		return obs, false, err
+
+	switch {
+	case !r.ServiceMonitors:
+		if desired.Monitored(m) {
+			obs.Monitor = status.MonitorCRDMissing
+			r.reportMissingCRD(m)
+		}
+	case desired.Monitored(m):
+		sm, err := ensure(ctx, s, serviceMonitors, desired.ServiceMonitor(m))
+		if err != nil {
+			return obs, false, err
+		}
+		observe(owned.KindServiceMonitor, sm)
+		obs.Monitor = status.MonitorReady
+		if sm.notOwned {
+			obs.Monitor = status.MonitorNotOwned
+		}
+	default:
+		rep, err := remove(ctx, s, serviceMonitors)
+		if err != nil {
+			return obs, false, err
+		}
+		reports = append(reports, rep)
 	}
-	observe(owned.KindPodDisruptionBudget, pdb)
 	return obs, dep.changed, nil
+}
+
+// reportMissingCRD records an event on m, once, when it asks for
+// monitoring in a cluster without the ServiceMonitor CRD: the exporter
+// runs, and nothing scrapes it yet.
+func (r *Reconciler) reportMissingCRD(m *cachev1alpha1.Memcached) {
+	if c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionMonitored); c != nil && c.Reason == cachev1alpha1.ReasonServiceMonitorCRDMissing {
+		return
+	}
+	r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, cachev1alpha1.ReasonServiceMonitorCRDMissing, "Monitor",
+		"The cluster had no ServiceMonitor CRD (monitoring.coreos.com/v1) when the operator started: the exporter serves metrics on port %s of Service %s, and no ServiceMonitor is made. Install the Prometheus Operator and restart the operator", desired.MetricsPortName, m.Name)
 }
 
 func (r *Reconciler) now() time.Time {

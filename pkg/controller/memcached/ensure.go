@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1ac "github.com/prometheus-operator/prometheus-operator/pkg/client/applyconfiguration/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -49,6 +51,11 @@ var (
 		kind:     owned.KindPodDisruptionBudget,
 		notOwned: cachev1alpha1.ReasonPodDisruptionBudgetNotOwned,
 		newObj:   func() *policyv1.PodDisruptionBudget { return &policyv1.PodDisruptionBudget{} },
+	}
+	serviceMonitors = ownedKind[*monitoringv1.ServiceMonitor, *monitoringv1ac.ServiceMonitorApplyConfiguration]{
+		kind:     owned.KindServiceMonitor,
+		notOwned: cachev1alpha1.ReasonServiceMonitorNotOwned,
+		newObj:   func() *monitoringv1.ServiceMonitor { return &monitoringv1.ServiceMonitor{} },
 	}
 )
 

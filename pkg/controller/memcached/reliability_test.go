@@ -81,7 +81,7 @@ func TestRefusedDeploymentIsReportedAndNotRetried(t *testing.T) {
 	ctx := context.Background()
 	ns := testenv.Namespace(t, k8s)
 	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{
-		Size:        ptr.To[int32](1),
+		Size: ptr.To[int32](1),
 		Resources: &corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
 			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},

@@ -1,6 +1,7 @@
 package memcached
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -35,7 +36,12 @@ type Options struct {
 // objects it owns. mgr's cache must be set up by CacheOptions with the
 // same namespaces.
 func Setup(mgr ctrl.Manager, o Options) error {
-	store, err := owned.NewStore(mgr.GetConfig(), mgr.GetHTTPClient(), o.WatchNamespaces, labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedBy}), o.SyncPeriod)
+	serviceMonitors, err := owned.LearnServiceMonitors(context.Background(), mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("looking for the ServiceMonitor CRD: %w", err)
+	}
+	mgr.GetLogger().WithName("setup").Info("ServiceMonitors", "served", serviceMonitors)
+	store, err := owned.NewStore(mgr.GetConfig(), mgr.GetHTTPClient(), o.WatchNamespaces, labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedBy}), o.SyncPeriod, serviceMonitors)
 	if err != nil {
 		return fmt.Errorf("creating the store of owned objects: %w", err)
 	}
@@ -43,11 +49,12 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("adding the store of owned objects: %w", err)
 	}
 	r := &Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Owned:     store,
-		Recorder:  mgr.GetEventRecorder("memcached-operator"),
-		Images:    o.Images,
+		Client:          mgr.GetClient(),
+		APIReader:       mgr.GetAPIReader(),
+		Owned:           store,
+		Recorder:        mgr.GetEventRecorder("memcached-operator"),
+		Images:          o.Images,
+		ServiceMonitors: serviceMonitors,
 	}
 	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
 }

@@ -68,7 +68,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
-		Paths:              []string{repo.Path("manifests", "crd", "bases")},
+		Paths:              []string{repo.Path("manifests", "crd", "bases"), repo.Path("hack", "crds")},
 		ErrorIfPathMissing: true,
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, "installing CRDs:", err)

@@ -46,7 +46,7 @@ func TestStoreHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
 
 	hc, err := rest.HTTPClientFor(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
-	store, err := owned.NewStore(cfg, hc, []string{ns}, labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedBy}), 0)
+	store, err := owned.NewStore(cfg, hc, []string{ns}, labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedBy}), 0, false)
 	g.Expect(err).NotTo(HaveOccurred())
 	go func() { _ = store.Start(ctx) }()
 	c, err := cache.New(cfg, memcached.CacheOptions(cache.Options{Scheme: testenv.Scheme}, []string{ns}))

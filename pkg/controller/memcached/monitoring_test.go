@@ -1,0 +1,136 @@
+//go:build integration
+
+package memcached_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1ac "github.com/prometheus-operator/prometheus-operator/pkg/client/applyconfiguration/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/testenv"
+	"github.com/example/memcached-operator/pkg/desired"
+)
+
+// Monitoring on gives the pods an exporter, the Service its port and the
+// cluster a ServiceMonitor of the Memcached's; a converged monitored
+// Memcached costs nothing, another manager's label on its ServiceMonitor
+// stays, and monitoring off removes all three.
+func TestMonitoringComesAndGoes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{
+		Size: ptr.To[int32](2),
+		Monitoring: &cachev1alpha1.MonitoringSpec{
+			Enabled:              true,
+			Interval:             "30s",
+			ServiceMonitorLabels: map[string]cachev1alpha1.LabelValue{"release": "prometheus"},
+		},
+	})
+	_, dep := converged(t, m)
+	containers := dep.Spec.Template.Spec.Containers
+	g.Expect(containers).To(HaveLen(2))
+	exporter := containers[1]
+	g.Expect(exporter.Name).To(Equal(desired.ExporterContainerName))
+	g.Expect(exporter.Image).To(Equal(desired.DefaultExporterImage))
+	g.Expect(exporter.Args).To(ContainElement("--memcached.address=localhost:11211"))
+	g.Expect(exporter.Ports).To(ConsistOf(HaveField("ContainerPort", desired.MetricsPort)))
+
+	sm := &monitoringv1.ServiceMonitor{}
+	g.Eventually(func(g Gomega) {
+		got := &cachev1alpha1.Memcached{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionMonitored)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonServiceMonitorReady))
+
+		svc := &corev1.Service{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), svc)).To(Succeed())
+		g.Expect(svc.Spec.Ports).To(ContainElement(And(HaveField("Name", desired.MetricsPortName), HaveField("Port", desired.MetricsPort))))
+
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), sm)).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	g.Expect(metav1.IsControlledBy(sm, m)).To(BeTrue())
+	g.Expect(sm.Labels).To(HaveKeyWithValue("release", "prometheus"))
+	g.Expect(sm.Spec.Selector.MatchLabels).To(Equal(desired.SelectorLabels(m)))
+	g.Expect(sm.Spec.Endpoints).To(HaveLen(1))
+	g.Expect(sm.Spec.Endpoints[0].Port).To(Equal(desired.MetricsPortName))
+	g.Expect(sm.Spec.Endpoints[0].Interval).To(Equal(monitoringv1.Duration("30s")))
+
+	// Another manager labels the ServiceMonitor: the label stays, and the
+	// operator sends nothing for it, resyncs included.
+	g.Expect(k8s.Apply(ctx, monitoringv1ac.ServiceMonitor("cache", ns).WithLabels(map[string]string{"team": "payments"}),
+		client.FieldOwner("policy-engine"))).To(Succeed())
+	time.Sleep(time.Second)
+	mark := requests.Mark()
+	time.Sleep(3 * syncPeriod)
+	g.Expect(requests.Since(mark, inNamespace(ns), testenv.NotWatch)).To(BeEmpty(), "a converged monitored Memcached costs nothing")
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), sm)).To(Succeed())
+	g.Expect(sm.Labels).To(HaveKeyWithValue("team", "payments"))
+
+	// Monitoring off: the exporter, the port, the ServiceMonitor and the
+	// condition go.
+	mark = requests.Mark()
+	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"monitoring":null}}`)))).To(Succeed())
+	got, dep := converged(t, m)
+	g.Expect(dep.Spec.Template.Spec.Containers).To(HaveLen(1))
+	g.Expect(meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionMonitored)).To(BeNil())
+	g.Eventually(func(g Gomega) {
+		svc := &corev1.Service{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), svc)).To(Succeed())
+		g.Expect(svc.Spec.Ports).To(HaveLen(1))
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(m), &monitoringv1.ServiceMonitor{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the ServiceMonitor is deleted, got %v", err)
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	deletes := requests.Since(mark, testenv.PathContains("/namespaces/"+ns+"/servicemonitors/cache"), func(r testenv.Request) bool { return r.Method == http.MethodDelete })
+	// A reconcile between the delete and the store seeing it may delete
+	// again, and find nothing (404).
+	g.Expect(deletes).To(ContainElement(HaveField("Code", http.StatusOK)), "the operator deleted its ServiceMonitor")
+	for _, d := range deletes {
+		g.Expect(d.Code).To(BeElementOf(http.StatusOK, http.StatusNotFound))
+	}
+}
+
+// A ServiceMonitor of the Memcached's name that another made is left alone
+// and reported.
+func TestForeignServiceMonitorIsLeftAlone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	foreign := &monitoringv1.ServiceMonitor{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache", Labels: map[string]string{"app": "other"}},
+		Spec: monitoringv1.ServiceMonitorSpec{
+			Selector:  metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}},
+			Endpoints: []monitoringv1.Endpoint{{Port: "web"}},
+		},
+	}
+	g.Expect(k8s.Create(ctx, foreign)).To(Succeed())
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{
+		Size: ptr.To[int32](1), Monitoring: &cachev1alpha1.MonitoringSpec{Enabled: true},
+	})
+	g.Eventually(func(g Gomega) {
+		got := blockedBy(g, t, m, "ServiceMonitor")
+		c := meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionMonitored)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonServiceMonitorNotOwned))
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue(), "the cache serves")
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	after := &monitoringv1.ServiceMonitor{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(foreign), after)).To(Succeed())
+	g.Expect(after.Spec.Selector.MatchLabels).To(Equal(map[string]string{"app": "other"}))
+	g.Expect(after.OwnerReferences).To(BeEmpty())
+}
