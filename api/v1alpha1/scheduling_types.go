@@ -30,8 +30,8 @@ type LabelValue string
 
 // Toleration is the core API's Toleration.
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.key) && self.key != ”) || (has(self.operator) && self.operator == 'Exists')",message="key may be empty only with operator Exists, which tolerates every taint"
-// +kubebuilder:validation:XValidation:rule="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ”",message="value must be empty with operator Exists"
+// +kubebuilder:validation:XValidation:rule="(has(self.key) && size(self.key) > 0) || (has(self.operator) && self.operator == 'Exists')",message="key may be empty only with operator Exists, which tolerates every taint"
+// +kubebuilder:validation:XValidation:rule="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || size(self.value) == 0",message="value must be empty with operator Exists"
 // +kubebuilder:validation:XValidation:rule="!has(self.tolerationSeconds) || (has(self.effect) && self.effect == 'NoExecute')",message="tolerationSeconds needs effect NoExecute"
 type Toleration struct {
 	// key is the taint key the toleration applies to; empty with operator
