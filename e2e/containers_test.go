@@ -10,16 +10,18 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -90,6 +92,14 @@ func podOnRealNode(ps *corev1.PodSpec) {
 // Standard, so it runs in any namespace.
 func runClient(t *testing.T, cfg *envconf.Config, ns, name, script string) string {
 	t.Helper()
+	startClient(t, cfg, ns, name, script)
+	return clientOutput(t, cfg, ns, name)
+}
+
+// startClient starts script in a busybox pod in ns, as runClient does, and
+// returns once the pod is running.
+func startClient(t *testing.T, cfg *envconf.Config, ns, name, script string) {
+	t.Helper()
 	g, c, ctx := NewWithT(t), kube(t, cfg), context.Background()
 	image := "busybox:1.36"
 	if provider == "local" {
@@ -120,6 +130,18 @@ func runClient(t *testing.T, cfg *envconf.Config, ns, name, script string) strin
 	}
 	podOnRealNode(&pod.Spec)
 	g.Expect(c.Create(ctx, pod)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		g.Expect(pod.Status.Phase).NotTo(Equal(corev1.PodPending))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "client pod %s/%s starts", ns, name)
+}
+
+// clientOutput waits until the client pod name in ns ends, and returns
+// what it printed; the pod must succeed.
+func clientOutput(t *testing.T, cfg *envconf.Config, ns, name string) string {
+	t.Helper()
+	g, c, ctx := NewWithT(t), kube(t, cfg), context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	g.Eventually(func(g Gomega) {
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
 		g.Expect(pod.Status.Phase).To(BeElementOf(corev1.PodSucceeded, corev1.PodFailed))
@@ -188,117 +210,87 @@ func TestMemcachedSettings(t *testing.T) {
 	f := features.New("memcached runs with the spec's settings").WithLabel("needs", "containers").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			ns = namespace(t, cfg, "settings")
+			c := kube(t, cfg)
+			priority := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns}, Value: 1234}
+			NewWithT(t).Expect(c.Create(ctx, priority)).To(Succeed())
+			t.Cleanup(func() { _ = c.Delete(context.Background(), priority) })
 			spec := onRealNode(1)
 			spec.MemoryLimitMiB, spec.MaxConnections, spec.Threads = ptr.To[int32](48), ptr.To[int32](321), ptr.To[int32](3)
+			spec.MaxItemSize, spec.Verbosity = "2Mi", ptr.To[int32](1)
+			spec.PriorityClassName = priority.Name
+			spec.PodLabels = map[string]cachev1alpha1.LabelValue{"example.com/team": "payments"}
+			spec.PodAnnotations = map[string]cachev1alpha1.AnnotationValue{"example.com/owner": "payments@example.com"}
+			spec.ImagePullSecrets = []cachev1alpha1.ImagePullSecret{{Name: "registry"}}
 			runningMemcached(t, cfg, key(), spec)
 			return ctx
 		}).
-		Assess("stats settings answers maxbytes, maxconns and num_threads as asked", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("stats settings answers maxbytes, maxconns, num_threads, item_size_max and verbosity as asked", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			out := runClient(t, cfg, ns, "stats", memcachedCommands(serviceAddress(t, kube(t, cfg), key()), "stats settings"))
 			g := NewWithT(t)
 			g.Expect(out).To(MatchRegexp(`(?m)^STAT maxbytes %d\r?$`, 48<<20))
 			g.Expect(out).To(MatchRegexp(`(?m)^STAT maxconns 321\r?$`))
 			g.Expect(out).To(MatchRegexp(`(?m)^STAT num_threads 3\r?$`))
+			g.Expect(out).To(MatchRegexp(`(?m)^STAT item_size_max %d\r?$`, 2<<20))
+			g.Expect(out).To(MatchRegexp(`(?m)^STAT verbosity 1\r?$`))
+			return ctx
+		}).
+		Assess("the pods carry the labels, annotations, priority and pull secrets asked", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			m := mustGet(t, c, key())
+			pods := &corev1.PodList{}
+			g.Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(desired.SelectorLabels(m)))).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(1))
+			p := pods.Items[0]
+			g.Expect(p.Labels).To(HaveKeyWithValue("example.com/team", "payments"))
+			g.Expect(p.Annotations).To(HaveKeyWithValue("example.com/owner", "payments@example.com"))
+			g.Expect(p.Spec.PriorityClassName).To(Equal(ns))
+			g.Expect(p.Spec.Priority).To(Equal(ptr.To[int32](1234)), "the priority admission resolved the class")
+			g.Expect(p.Spec.ImagePullSecrets).To(ConsistOf(corev1.LocalObjectReference{Name: "registry"}))
 			return ctx
 		}).
 		Feature()
 	testenv.Test(t, f)
 }
 
-// servingPods counts the pods of the Memcached that are Ready, not being
-// deleted, and answer memcached's version command at their address. It dials
-// pod addresses, which the local cluster's host reaches through the bridge.
-func servingPods(ctx context.Context, c client.Client, ns string, selector map[string]string) (int, error) {
-	pods := &corev1.PodList{}
-	if err := c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(selector)}); err != nil {
-		return 0, err
-	}
-	serving := 0
-	for _, p := range pods.Items {
-		ready := false
-		for _, cond := range p.Status.Conditions {
-			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
-				ready = true
-			}
-		}
-		if !ready || p.DeletionTimestamp != nil || p.Status.PodIP == "" {
-			continue
-		}
-		if answersVersion(net.JoinHostPort(p.Status.PodIP, fmt.Sprint(desired.DefaultContainerPort))) {
-			serving++
-		}
-	}
-	return serving, nil
-}
-
-func answersVersion(addr string) bool {
-	conn, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := conn.Write([]byte("version\r\n")); err != nil {
-		return false
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	return err == nil && strings.HasPrefix(line, "VERSION ")
-}
-
-// An image change rolls the pods one at a time on real readiness: at every
-// moment during the rollout at least size-1 pods are Ready and answer.
+// An image change rolls the pods one at a time, each new pod serving
+// before an old one goes, and an old pod serving until it has left the
+// Service's endpoints: a client pod that resolves the Service every 100 ms
+// and asks every address for memcached's version never finds fewer than
+// size pods answering, from before the change until after it.
 func TestRollingImageChangeKeepsServing(t *testing.T) {
 	var ns string
 	const size = 3
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "rolling"} }
 	f := features.New("an image change keeps the cache serving").WithLabel("needs", "containers").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if provider != "local" {
-				t.Skip("counts serving pods by dialing pod addresses from this machine: local cluster only")
-			}
 			ns = namespace(t, cfg, "rolling")
 			runningMemcached(t, cfg, key(), onRealNode(size))
 			return ctx
 		}).
-		Assess("at least size-1 pods serve throughout", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("size pods serve throughout", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, c := NewWithT(t), kube(t, cfg)
-			m := &cachev1alpha1.Memcached{}
-			g.Expect(c.Get(ctx, key(), m)).To(Succeed())
-			selector := desired.SelectorLabels(m)
-			n, err := servingPods(ctx, c, ns, selector)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(n).To(Equal(size), "every pod serves before the change")
+			m := mustGet(t, c, key())
+			host, port, _ := net.SplitHostPort(serviceAddress(t, c, key()))
+			// Samples for 100 s (the rollout takes less): "serving N" per
+			// sample, the count of addresses that answer.
+			probe := fmt.Sprintf(`end=$(( $(date +%%s) + 100 ))
+while [ "$(date +%%s)" -lt "$end" ]; do
+  n=0
+  for ip in $(nslookup %s 2>/dev/null | awk '/^Address: / {print $2}'); do
+    printf 'version\r\nquit\r\n' | nc -w 1 "$ip" %s 2>/dev/null | grep -q '^VERSION ' && n=$((n+1))
+  done
+  echo "serving $n"
+  sleep 0.1
+done`, host, port)
+			startClient(t, cfg, ns, "probe", probe)
+			time.Sleep(5 * time.Second) // samples before the change
 
-			// Sample until the rollout has converged on the new image.
-			var (
-				mu              sync.Mutex
-				samples, lowest = 0, size
-			)
-			stop := make(chan struct{})
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					if n, err := servingPods(ctx, c, ns, selector); err == nil {
-						mu.Lock()
-						samples++
-						lowest = min(lowest, n)
-						mu.Unlock()
-					}
-					time.Sleep(100 * time.Millisecond)
-				}
-			}()
 			_, next := memcachedImages()
 			patch := fmt.Sprintf(`{"spec":{"image":%q}}`, next)
 			g.Expect(c.Patch(ctx, m, client.RawPatch("application/merge-patch+json", []byte(patch)))).To(Succeed())
-			_, d := converged(t, c, key(), size)
-			g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(next))
-			NewWithT(t).Eventually(func(g Gomega) {
+			start := time.Now()
+			selector := desired.SelectorLabels(m)
+			g.Eventually(func(g Gomega) {
 				pods := &corev1.PodList{}
 				g.Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(selector))).To(Succeed())
 				g.Expect(pods.Items).To(HaveLen(size), "old pods gone")
@@ -306,13 +298,70 @@ func TestRollingImageChangeKeepsServing(t *testing.T) {
 					g.Expect(p.Spec.Containers[0].Image).To(Equal(next))
 				}
 			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-			close(stop)
-			<-done
-			mu.Lock()
-			defer mu.Unlock()
-			t.Logf("rollout: %d samples, fewest serving pods %d of %d", samples, lowest, size)
-			g.Expect(samples).To(BeNumerically(">", 5), "sampled during the rollout")
-			g.Expect(lowest).To(BeNumerically(">=", size-1))
+			converged(t, c, key(), size)
+			t.Logf("rollout of %d pods took %s", size, time.Since(start).Round(time.Second))
+
+			out := clientOutput(t, cfg, ns, "probe")
+			counts := regexp.MustCompile(`(?m)^serving (\d+)$`).FindAllStringSubmatch(out, -1)
+			g.Expect(len(counts)).To(BeNumerically(">", 100), "sampled throughout:\n%s", out)
+			lowest, highest := size, 0
+			for _, c := range counts {
+				n, _ := strconv.Atoi(c[1])
+				lowest, highest = min(lowest, n), max(highest, n)
+			}
+			t.Logf("%d samples from a client pod, %d to %d serving pods", len(counts), lowest, highest)
+			g.Expect(lowest).To(Equal(size), "never fewer than size pods serving")
+			g.Expect(highest).To(Equal(size+1), "the surge pod was seen serving beside the others")
+			return ctx
+		}).
+		Feature()
+	testenv.Test(t, f)
+}
+
+// With monitoring on, the exporter beside memcached reports memcached_up 1
+// and the item count memcached reports, on the port named metrics of the
+// Service. The local cluster has no ServiceMonitor CRD: the Memcached says
+// so in its Monitored condition and an event, and serves all the same.
+func TestExporterReportsMetrics(t *testing.T) {
+	var ns string
+	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "metered"} }
+	f := features.New("the exporter reports memcached's metrics").WithLabel("needs", "containers").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			ns = namespace(t, cfg, "metrics")
+			spec := onRealNode(1)
+			spec.Monitoring = &cachev1alpha1.MonitoringSpec{Enabled: true}
+			runningMemcached(t, cfg, key(), spec)
+			return ctx
+		}).
+		Assess("memcached_up is 1 and the item count rises with stored values", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			addr := serviceAddress(t, kube(t, cfg), key())
+			host, _, _ := net.SplitHostPort(addr)
+			metrics := fmt.Sprintf(`wget -q -O - http://%s/metrics | grep -E '^memcached_(up|current_items) '`, net.JoinHostPort(host, fmt.Sprint(desired.MetricsPort)))
+			script := metrics + "; echo ---; " + memcachedCommands(addr, "set a 0 0 1", "1", "set b 0 0 1", "2", "set c 0 0 1", "3") + "; echo ---; " + metrics
+			out := runClient(t, cfg, ns, "scrape", script)
+			parts := strings.Split(out, "---")
+			g := NewWithT(t)
+			g.Expect(parts).To(HaveLen(3), out)
+			g.Expect(parts[0]).To(MatchRegexp(`(?m)^memcached_up 1$`))
+			g.Expect(parts[0]).To(MatchRegexp(`(?m)^memcached_current_items 0$`))
+			g.Expect(parts[1]).To(ContainSubstring("STORED"))
+			g.Expect(parts[2]).To(MatchRegexp(`(?m)^memcached_current_items 3$`))
+			return ctx
+		}).
+		Assess("without the ServiceMonitor CRD, the Memcached says so and serves", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			c := kube(t, cfg)
+			NewWithT(t).Eventually(func(g Gomega) {
+				m := &cachev1alpha1.Memcached{}
+				g.Expect(c.Get(ctx, key(), m)).To(Succeed())
+				cond := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionMonitored)
+				g.Expect(cond).NotTo(BeNil())
+				g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(cond.Reason).To(Equal(cachev1alpha1.ReasonServiceMonitorCRDMissing))
+				g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue())
+				events := &eventsv1.EventList{}
+				g.Expect(c.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+				g.Expect(events.Items).To(ContainElement(HaveField("Reason", cachev1alpha1.ReasonServiceMonitorCRDMissing)))
+			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 			return ctx
 		}).
 		Feature()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/jsonconv"
@@ -66,6 +68,12 @@ func run(m *testing.M) int {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// The cluster has the Prometheus Operator's ServiceMonitor CRD, so
+	// that the operator's RBAC is shown to cover monitoring too.
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{repo.Path("hack", "crds")}, ErrorIfPathMissing: true}); err != nil {
+		fmt.Fprintln(os.Stderr, "installing the ServiceMonitor CRD:", err)
 		return 1
 	}
 	return m.Run()
@@ -249,6 +257,20 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 	waitFor(1)
 	// Scale through the spec.
 	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":3}}`)))).To(Succeed())
+	waitFor(3)
+	// Monitoring on and off: the operator makes and deletes its
+	// ServiceMonitor.
+	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"monitoring":{"enabled":true}}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &cachev1alpha1.Memcached{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionMonitored)).To(BeTrue())
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), &monitoringv1.ServiceMonitor{})).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"monitoring":null}}`)))).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &monitoringv1.ServiceMonitor{}))
+	}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue())
 	waitFor(3)
 	// Drift: a person scales the Deployment; the operator restores it.
 	g.Expect(k8s.SubResource("scale").Patch(ctx, dep.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":1}}`)), client.FieldOwner("kubectl"))).To(Succeed())
