@@ -45,6 +45,9 @@ type config struct {
 	timeout time.Duration
 	// goMemLimit is the Go memory limit the operator runs with (0: none).
 	goMemLimit int64
+	// monitoring: every Memcached has monitoring on, and the cluster the
+	// ServiceMonitor CRD, so each gets a ServiceMonitor too.
+	monitoring bool
 }
 
 func parseFlags() (config, string, error) {
@@ -57,6 +60,7 @@ func parseFlags() (config, string, error) {
 	flag.DurationVar(&c.syncPeriod, "sync-period", 10*time.Second, "the operator's --sync-period (resyncs happen during the steady window)")
 	opArgs := flag.String("operator-args", "", "extra flags for the operator, space-separated (e.g. --kube-api-qps=200)")
 	flag.BoolVar(&c.skipBaseline, "skip-baseline", false, "skip the no-operator baseline")
+	flag.BoolVar(&c.monitoring, "monitoring", false, "Memcacheds with monitoring on, in a cluster with the ServiceMonitor CRD (one more object each)")
 	flag.BoolVar(&c.createOnly, "create-only", false, "stop after the create phase (for large N: memory and create cost)")
 	memLimit := flag.Bool("container-memory-limit", true, fmt.Sprintf("run the operator with the Go memory limit its container gets: GOMEMLIMIT at %.0f%% of the manager's memory limit in manifests/manager", golimit.Ratio*100))
 	flag.DurationVar(&c.timeout, "timeout", 0, "how long a phase may take to converge (default: 300 ms per Memcached, at least 10 minutes)")

@@ -148,8 +148,15 @@ func (r *run) setUp(ctx context.Context) error {
 			return err
 		}
 	}
-	if out, err := repo.Kubectl(ctx, r.cluster.Kubeconfig, nil, "apply", "--server-side", "-f", repo.Path("manifests", "crd", "bases")); err != nil {
-		return fmt.Errorf("installing the CRD: %w: %s", err, out)
+	crds := []string{"apply", "--server-side", "-f", repo.Path("manifests", "crd", "bases")}
+	if r.cfg.monitoring {
+		crds = append(crds, "-f", repo.Path("hack", "crds"))
+	}
+	if out, err := repo.Kubectl(ctx, r.cluster.Kubeconfig, nil, crds...); err != nil {
+		return fmt.Errorf("installing the CRDs: %w: %s", err, out)
+	}
+	if out, err := repo.Kubectl(ctx, r.cluster.Kubeconfig, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"); err != nil {
+		return fmt.Errorf("waiting for the CRDs: %w: %s", err, out)
 	}
 	if err := setUpOperatorUser(ctx, r.c); err != nil {
 		return err
@@ -235,7 +242,11 @@ func (r *run) progress(done int) {
 
 func (r *run) create(ctx context.Context) error {
 	if err := parallel(r.names, func(name string) error {
-		return r.c.Create(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: name}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}})
+		spec := cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}
+		if r.cfg.monitoring {
+			spec.Monitoring = &cachev1alpha1.MonitoringSpec{Enabled: true}
+		}
+		return r.c.Create(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: name}, Spec: spec})
 	}); err != nil {
 		return err
 	}

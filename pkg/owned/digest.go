@@ -38,7 +38,8 @@ type Digest struct {
 var digestSeed = maphash.MakeSeed()
 
 // computeDigest computes the digest of what FieldManager owns of a
-// Deployment, Service or PodDisruptionBudget from its managed fields.
+// Deployment, Service, PodDisruptionBudget or ServiceMonitor from its
+// managed fields.
 func computeDigest(obj client.Object) (Digest, error) {
 	var d Digest
 	var owned any

@@ -1,5 +1,6 @@
 // Package owned is what the operator knows of the objects it owns: a
-// Summary of each Deployment, Service and PodDisruptionBudget it made, kept
+// Summary of each Deployment, Service, PodDisruptionBudget and
+// ServiceMonitor it made, kept
 // in a Store that watches only those; and the one rule that makes a
 // Memcached at rest cost no request: an apply configuration the operator
 // builds equals, field for field, what the apiserver recorded of the
@@ -26,12 +27,12 @@ import (
 // fields on every object.
 const (
 	// FieldManager owns the fields the operator sets on the objects it
-	// creates for a Memcached: its Deployment, Service and
-	// PodDisruptionBudget.
+	// creates for a Memcached: its Deployment, Service,
+	// PodDisruptionBudget and ServiceMonitor.
 	FieldManager = "memcached-operator"
 	// StatusFieldManager owns the fields the operator sets in a Memcached's
 	// status: its conditions, observedGeneration, replicas, readyReplicas,
-	// selector and service.
+	// selector, image and service.
 	StatusFieldManager = "memcached-operator-status"
 )
 
@@ -48,8 +49,8 @@ const (
 	KindServiceMonitor Kind = "ServiceMonitor"
 )
 
-// Summary is what the operator keeps of a Deployment, Service or
-// PodDisruptionBudget: at 10,000 Memcacheds these objects are most of its
+// Summary is what the operator keeps of a Deployment, Service,
+// PodDisruptionBudget or ServiceMonitor: at 10,000 Memcacheds these objects are most of its
 // memory, and it reads little of them.
 //
 // Its metadata holds only the name, namespace, UID, resourceVersion,
@@ -82,8 +83,8 @@ type Summary struct {
 // Kind is the kind of object s summarizes.
 func (s *Summary) Kind() Kind { return Kind(s.TypeMeta.Kind) }
 
-// Summarize returns the summary of a Deployment, Service or
-// PodDisruptionBudget, with the digest of what FieldManager owns of it.
+// Summarize returns the summary of a Deployment, Service,
+// PodDisruptionBudget or ServiceMonitor, with the digest of what FieldManager owns of it.
 // obj must be whole, as the apiserver returns it.
 func Summarize(obj client.Object) (*Summary, error) {
 	s, err := Observed(obj)

@@ -1,7 +1,7 @@
-// Package memcached is the Memcached controller: it applies each Memcached's
-// Deployment, Service, PodDisruptionBudget and status with server-side
-// apply, under the field managers below, and sends nothing when nothing
-// changed.
+// Package memcached is the Memcached controller: it applies each
+// Memcached's Deployment, Service, PodDisruptionBudget, ServiceMonitor and
+// status with server-side apply, under the field managers of package owned,
+// and sends nothing when nothing changed.
 package memcached
 
 import (
@@ -68,8 +68,8 @@ type Reconciler struct {
 	// objects still exists, and every manager's fields when naming who
 	// changed one.
 	APIReader client.Reader
-	// Owned holds summaries of the Deployments, Services and
-	// PodDisruptionBudgets the operator made.
+	// Owned holds summaries of the Deployments, Services,
+	// PodDisruptionBudgets and ServiceMonitors the operator made.
 	Owned *owned.Store
 	// Recorder records events on Memcached objects.
 	Recorder events.EventRecorder
@@ -90,8 +90,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile brings a Memcached's Deployment, Service, PodDisruptionBudget
-// and status to what its spec asks for.
+// Reconcile brings a Memcached's Deployment, Service, PodDisruptionBudget,
+// ServiceMonitor and status to what its spec asks for.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	m := &cachev1alpha1.Memcached{}
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
@@ -132,8 +132,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-// reconcileObjects makes m's Deployment, Service and PodDisruptionBudget
-// what m asks for, sending an apply only for an object whose owned fields
+// reconcileObjects makes m's Deployment, Service, PodDisruptionBudget and
+// ServiceMonitor what m asks for, sending an apply only for an object whose owned fields
 // differ. It returns what it observed, and whether the Deployment was
 // created or changed.
 func (r *Reconciler) reconcileObjects(ctx context.Context, m *cachev1alpha1.Memcached) (status.Observation, bool, error) {
