@@ -62,9 +62,9 @@ lint: ## Check formatting and run go vet (gofmt -l must print nothing).
 verify: generate manifests ## Regenerate everything and fail on any difference, or an untidy go.mod.
 	go mod tidy
 	@for d in hack/tools/*/; do (cd $$d && go mod tidy); done
-	@if [ -n "$$(git status --porcelain -- api applyconfig manifests go.mod go.sum hack/tools)" ]; then \
+	@if [ -n "$$(git status --porcelain -- api applyconfig manifests go.mod go.sum hack/tools hack/crds)" ]; then \
 		echo "generated files or go.mod are out of date; run 'make generate manifests' and 'go mod tidy':"; \
-		git status --porcelain -- api applyconfig manifests go.mod go.sum hack/tools; git diff --stat; exit 1; fi
+		git status --porcelain -- api applyconfig manifests go.mod go.sum hack/tools hack/crds; git diff --stat; exit 1; fi
 	@$(MAKE) --no-print-directory lint
 
 .PHONY: test

@@ -26,14 +26,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
 	"sigs.k8s.io/e2e-framework/support/kind"
 
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/localcluster"
 	"github.com/example/memcached-operator/internal/repo"
 )
@@ -87,6 +93,7 @@ func TestMain(m *testing.M) {
 		testenv.Setup(
 			createLocalCluster(clusterName, realNode),
 			envfuncs.SetupCRDs(crds, "*"),
+			memcachedsServed,
 			startHostOperator,
 		)
 		testenv.Finish(
@@ -106,7 +113,7 @@ func TestMain(m *testing.M) {
 		if cfg.KubeconfigFile() == "" {
 			cfg.WithKubeconfigFile(os.Getenv("KUBECONFIG"))
 		}
-		testenv.Setup(envfuncs.SetupCRDs(crds, "*"))
+		testenv.Setup(envfuncs.SetupCRDs(crds, "*"), memcachedsServed)
 		if os.Getenv("E2E_OPERATOR_DEPLOYED") != "true" {
 			testenv.Setup(startHostOperator)
 			testenv.Finish(stopHostOperator)
@@ -116,6 +123,27 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	os.Exit(testenv.Run(m))
+}
+
+// memcachedsServed waits until API discovery lists Memcacheds: a CRD is
+// Established a moment before discovery serves it, and a client whose
+// first discovery falls in that moment cannot create one.
+func memcachedsServed(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg.Client().RESTConfig())
+	if err != nil {
+		return ctx, err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		resources, err := dc.ServerResourcesForGroupVersion(cachev1alpha1.SchemeGroupVersion.String())
+		if err != nil {
+			return false, nil
+		}
+		return slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == "memcacheds" }), nil
+	})
+	if err != nil {
+		return ctx, fmt.Errorf("waiting for discovery to serve Memcacheds: %w", err)
+	}
+	return ctx, nil
 }
 
 func hasLabel(labels map[string][]string, key, value string) bool {
