@@ -69,6 +69,7 @@ func TestPrinterColumns(t *testing.T) {
 	g.Expect(columns).To(HaveKey("Age"))
 	g.Expect(columns).To(HaveKey("Image"))
 	g.Expect(columns["Image"].Priority).To(Equal(int32(1)), "image is shown with -o wide only")
+	g.Expect(columns["Image"].JSONPath).To(Equal(".status.image"), "the image in use, also when spec.image is unset")
 }
 
 func TestDefaultsAreApplied(t *testing.T) {

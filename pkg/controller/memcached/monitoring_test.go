@@ -40,7 +40,8 @@ func TestMonitoringComesAndGoes(t *testing.T) {
 			ServiceMonitorLabels: map[string]cachev1alpha1.LabelValue{"release": "prometheus"},
 		},
 	})
-	_, dep := converged(t, m)
+	got, dep := converged(t, m)
+	g.Expect(got.Status.Image).To(Equal(defaultImage), "the image in use, spec.image being unset")
 	containers := dep.Spec.Template.Spec.Containers
 	g.Expect(containers).To(HaveLen(2))
 	exporter := containers[1]
@@ -86,7 +87,7 @@ func TestMonitoringComesAndGoes(t *testing.T) {
 	// condition go.
 	mark = requests.Mark()
 	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"monitoring":null}}`)))).To(Succeed())
-	got, dep := converged(t, m)
+	got, dep = converged(t, m)
 	g.Expect(dep.Spec.Template.Spec.Containers).To(HaveLen(1))
 	g.Expect(meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionMonitored)).To(BeNil())
 	g.Eventually(func(g Gomega) {
