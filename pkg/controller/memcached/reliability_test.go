@@ -111,7 +111,7 @@ func TestRefusedDeploymentIsReportedAndNotRetried(t *testing.T) {
 	g.Expect(len(applies)).To(BeNumerically("<=", int(window/syncPeriod)+1), "no hot retry: %v", applies)
 
 	// The spec fixed, the Deployment follows.
-	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"tolerations":[{"key":"dedicated","operator":"Exists"}]}}`)))).To(Succeed())
+	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"resources":{"requests":{"cpu":"1"}}}}`)))).To(Succeed())
 	converged(t, m)
 }
 

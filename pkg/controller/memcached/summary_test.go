@@ -94,7 +94,7 @@ func TestStoreHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
 		g.Expect(exactly).To(BeTrue(), "%s: the operator owns exactly the fields it applies", tt.s.Kind())
 	}
 
-	st := status.Status(got, status.Observation{Deployment: dep, Service: svc}, metav1.Now())
+	st := status.Status(got, status.Observation{Deployment: dep, Service: svc, Image: testenv.Images.Image(got)}, metav1.Now())
 	nothing, err := owned.StatusAppliesNothing(got, cacheac.Memcached(got.Name, got.Namespace).WithStatus(st))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(nothing).To(BeTrue(), "the status computed from summaries is the one recorded")
