@@ -121,6 +121,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.applyStatus(ctx, m, obs); err != nil {
 		return reconcile.Result{}, err
 	}
+	if obs.Monitor == status.MonitorCRDMissing {
+		r.reportMissingCRD(m)
+	}
 
 	switch {
 	case len(obs.NotOwned) > 0:
@@ -183,7 +186,6 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, m *cachev1alpha1.Memc
 	case !r.ServiceMonitors:
 		if desired.Monitored(m) {
 			obs.Monitor = status.MonitorCRDMissing
-			r.reportMissingCRD(m)
 		}
 	case desired.Monitored(m):
 		sm, err := ensure(ctx, s, serviceMonitors, desired.ServiceMonitor(m))
@@ -205,9 +207,10 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, m *cachev1alpha1.Memc
 	return obs, dep.changed, nil
 }
 
-// reportMissingCRD records an event on m, once, when it asks for
-// monitoring in a cluster without the ServiceMonitor CRD: the exporter
-// runs, and nothing scrapes it yet.
+// reportMissingCRD records an event on m when it asks for monitoring in a
+// cluster without the ServiceMonitor CRD (the exporter runs, and nothing
+// scrapes it yet): once, with the status that first says so, since m holds
+// the status from before that write.
 func (r *Reconciler) reportMissingCRD(m *cachev1alpha1.Memcached) {
 	if c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionMonitored); c != nil && c.Reason == cachev1alpha1.ReasonServiceMonitorCRDMissing {
 		return
