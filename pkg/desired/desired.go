@@ -217,11 +217,7 @@ func Deployment(m *cachev1alpha1.Memcached, images Images) *appsv1ac.DeploymentA
 		WithLabels(podLabels(m)).
 		WithSpec(podSpec(m, images))
 	if len(m.Spec.PodAnnotations) > 0 {
-		annotations := make(map[string]string, len(m.Spec.PodAnnotations))
-		for k, v := range m.Spec.PodAnnotations {
-			annotations[k] = string(v)
-		}
-		template.WithAnnotations(annotations)
+		template.WithAnnotations(stringMap(m.Spec.PodAnnotations))
 	}
 	return appsv1ac.Deployment(m.Name, m.Namespace).
 		WithLabels(Labels(m)).
@@ -240,12 +236,19 @@ func Deployment(m *cachev1alpha1.Memcached, images Images) *appsv1ac.DeploymentA
 // podLabels are the labels of m's pods: spec.podLabels, then the
 // operator's own, which the CRD forbids podLabels to set.
 func podLabels(m *cachev1alpha1.Memcached) map[string]string {
-	l := make(map[string]string, len(m.Spec.PodLabels)+3)
-	for k, v := range m.Spec.PodLabels {
-		l[k] = string(v)
-	}
+	l := stringMap(m.Spec.PodLabels)
 	maps.Copy(l, Labels(m))
 	return l
+}
+
+// stringMap is m with its values as plain strings, as the core API's maps
+// hold them; never nil.
+func stringMap[V ~string](m map[string]V) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = string(v)
+	}
+	return out
 }
 
 func podSpec(m *cachev1alpha1.Memcached, images Images) *corev1ac.PodSpecApplyConfiguration {
@@ -266,11 +269,7 @@ func podSpec(m *cachev1alpha1.Memcached, images Images) *corev1ac.PodSpecApplyCo
 		ps.WithPriorityClassName(m.Spec.PriorityClassName)
 	}
 	if len(m.Spec.NodeSelector) > 0 {
-		ns := make(map[string]string, len(m.Spec.NodeSelector))
-		for k, v := range m.Spec.NodeSelector {
-			ns[k] = string(v)
-		}
-		ps.WithNodeSelector(ns)
+		ps.WithNodeSelector(stringMap(m.Spec.NodeSelector))
 	}
 	if m.Spec.Affinity != nil {
 		ps.Affinity = passThrough[corev1ac.AffinityApplyConfiguration](m.Spec.Affinity)

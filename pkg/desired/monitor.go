@@ -1,6 +1,8 @@
 package desired
 
 import (
+	"maps"
+
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1ac "github.com/prometheus-operator/prometheus-operator/pkg/client/applyconfiguration/monitoring/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -14,12 +16,9 @@ import (
 // serviceMonitorLabels, for a Prometheus that selects monitors by label.
 // m must have monitoring enabled.
 func ServiceMonitor(m *cachev1alpha1.Memcached) *monitoringv1ac.ServiceMonitorApplyConfiguration {
-	labels := Labels(m)
-	for k, v := range m.Spec.Monitoring.ServiceMonitorLabels {
-		if _, ours := labels[k]; !ours {
-			labels[k] = string(v)
-		}
-	}
+	// The operator's labels win, as the CRD forbids setting them.
+	labels := stringMap(m.Spec.Monitoring.ServiceMonitorLabels)
+	maps.Copy(labels, Labels(m))
 	endpoint := monitoringv1ac.Endpoint().WithPort(MetricsPortName)
 	if m.Spec.Monitoring.Interval != "" {
 		endpoint.WithInterval(monitoringv1.Duration(m.Spec.Monitoring.Interval))

@@ -64,7 +64,7 @@ func lostFields(current client.Object, want any) (*fieldpath.Set, error) {
 		return nil, err
 	}
 	for _, e := range current.GetManagedFields() {
-		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
+		if isOwnApply(e) {
 			s, err := fieldSet(e)
 			if err != nil {
 				return nil, err

@@ -63,7 +63,7 @@ func computeDigest(obj client.Object) (Digest, error) {
 		return d, err
 	}
 	for _, e := range obj.GetManagedFields() {
-		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
+		if isOwnApply(e) {
 			s, err := fieldSet(e)
 			if err != nil {
 				return d, err

@@ -61,12 +61,12 @@ func LearnServiceMonitors(ctx context.Context, cfg *rest.Config, hc *http.Client
 	}
 	// The apiserver publishes a new CRD's schema a moment after serving it.
 	var spec *spec3.OpenAPI
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, schemaTimeout, true, func(context.Context) (bool, error) {
-		spec, err = openapi3.NewRoot(dc.OpenAPIV3()).GVSpec(gv)
-		return err == nil, nil
-	})
-	if err != nil {
-		return false, fmt.Errorf("reading the OpenAPI schema of %s: %w", gv, err)
+	var last error
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, schemaTimeout, true, func(context.Context) (bool, error) {
+		spec, last = openapi3.NewRoot(dc.OpenAPIV3()).GVSpec(gv)
+		return last == nil, nil
+	}); err != nil {
+		return false, fmt.Errorf("reading the OpenAPI schema of %s: %w (last: %v)", gv, err, last)
 	}
 	// Fields the schema does not declare (a CRD older than the client's
 	// types) are kept rather than refused.
@@ -116,7 +116,7 @@ func extractServiceMonitor(sm *monitoringv1.ServiceMonitor) (*monitoringv1ac.Ser
 	}
 	ac := &monitoringv1ac.ServiceMonitorApplyConfiguration{}
 	for _, e := range sm.GetManagedFields() {
-		if e.Manager != FieldManager || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" {
+		if !isOwnApply(e) {
 			continue
 		}
 		fields, err := fieldSet(e)

@@ -135,7 +135,7 @@ func summaryMeta(o client.Object) metav1.ObjectMeta {
 		OwnerReferences:   o.GetOwnerReferences(),
 	}
 	for _, e := range o.GetManagedFields() {
-		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
+		if isOwnApply(e) {
 			e.FieldsV1 = nil
 			m.ManagedFields = append(m.ManagedFields, e)
 		}
@@ -143,11 +143,17 @@ func summaryMeta(o client.Object) metav1.ObjectMeta {
 	return m
 }
 
+// isOwnApply tells whether e is the operator's entry for its applies to
+// the object itself (not to a subresource): the fields FieldManager owns.
+func isOwnApply(e metav1.ManagedFieldsEntry) bool {
+	return e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == ""
+}
+
 // LastApplied is when the apiserver recorded the operator's last apply of
 // the object, or nil when it holds no such record.
 func (s *Summary) LastApplied() *metav1.Time {
 	for _, e := range s.ManagedFields {
-		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply {
+		if isOwnApply(e) {
 			return e.Time
 		}
 	}

@@ -131,9 +131,16 @@ func Monitored(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 		c.Message = notOwnedMessage(owned.KindServiceMonitor, m.Name)
 	default:
 		c.Status, c.Reason = metav1.ConditionFalse, cachev1alpha1.ReasonServiceMonitorCRDMissing
-		c.Message = fmt.Sprintf("The cluster had no ServiceMonitor CRD (monitoring.coreos.com/v1) when the operator started: the exporter serves metrics on port %s of Service %s, and no ServiceMonitor is made. Install the Prometheus Operator and restart the operator", desired.MetricsPortName, m.Name)
+		c.Message = MissingCRDMessage(m)
 	}
 	return c
+}
+
+// MissingCRDMessage says what a Memcached with monitoring gets in a cluster
+// without the ServiceMonitor CRD: the Monitored condition's message, and
+// the event's.
+func MissingCRDMessage(m *cachev1alpha1.Memcached) string {
+	return fmt.Sprintf("The cluster had no ServiceMonitor CRD (monitoring.coreos.com/v1) when the operator started: the exporter serves metrics on port %s of Service %s, and no ServiceMonitor is made. Install the Prometheus Operator and restart the operator", desired.MetricsPortName, m.Name)
 }
 
 func conditionApplyConfiguration(c metav1.Condition, existing []metav1.Condition, generation int64, now metav1.Time) *metav1ac.ConditionApplyConfiguration {

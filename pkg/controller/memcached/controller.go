@@ -215,8 +215,7 @@ func (r *Reconciler) reportMissingCRD(m *cachev1alpha1.Memcached) {
 	if c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionMonitored); c != nil && c.Reason == cachev1alpha1.ReasonServiceMonitorCRDMissing {
 		return
 	}
-	r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, cachev1alpha1.ReasonServiceMonitorCRDMissing, "Monitor",
-		"The cluster had no ServiceMonitor CRD (monitoring.coreos.com/v1) when the operator started: the exporter serves metrics on port %s of Service %s, and no ServiceMonitor is made. Install the Prometheus Operator and restart the operator", desired.MetricsPortName, m.Name)
+	r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, cachev1alpha1.ReasonServiceMonitorCRDMissing, "Monitor", "%s", status.MissingCRDMessage(m))
 }
 
 func (r *Reconciler) now() time.Time {
