@@ -34,6 +34,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=cache.example.com, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithKind("Affinity"):
 		return &apiv1alpha1.AffinityApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("AuthSpec"):
+		return &apiv1alpha1.AuthSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullSecret"):
 		return &apiv1alpha1.ImagePullSecretApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LabelSelector"):
@@ -64,6 +66,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.PreferredSchedulingTermApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServiceStatus"):
 		return &apiv1alpha1.ServiceStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TLSSpec"):
+		return &apiv1alpha1.TLSSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Toleration"):
 		return &apiv1alpha1.TolerationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TopologySpreadConstraint"):

@@ -174,7 +174,7 @@ func TestPodsMeetRestrictedPodSecurity(t *testing.T) {
 	g.Expect(found).To(BeTrue(), "the bundle has the manager Deployment")
 
 	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: ns.Name, UID: "0"}}
-	operand := podFromApplyConfiguration(t, desired.Deployment(m, testenv.Images))
+	operand := podFromApplyConfiguration(t, desired.Deployment(m, testenv.Images, desired.SecretDigests{}))
 
 	for name, tmpl := range map[string]corev1.PodTemplateSpec{"manager": manager, "memcached": operand} {
 		t.Run(name, func(t *testing.T) {

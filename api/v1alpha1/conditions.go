@@ -14,8 +14,9 @@ const (
 
 	// ConditionDegraded is True when the cache cannot reach its desired
 	// state without help: a stalled rollout, a Deployment, Service or
-	// PodDisruptionBudget of its name that the operator does not own, or an
-	// apply the apiserver refuses.
+	// PodDisruptionBudget of its name that the operator does not own, a
+	// Secret it names that is missing or unusable, or an apply the
+	// apiserver refuses.
 	ConditionDegraded = "Degraded"
 
 	// ConditionReconciling is the kstatus condition: True while the
@@ -67,6 +68,19 @@ const (
 	// ReasonServiceMonitorCRDMissing: the cluster had no ServiceMonitor CRD
 	// (monitoring.coreos.com/v1) when the operator started.
 	ReasonServiceMonitorCRDMissing = "ServiceMonitorCRDMissing"
+	// ReasonSecretMissing: a Secret that spec.tls or spec.auth names does
+	// not exist, or lacks a key the pods need; the operator holds the
+	// Deployment as it is until it does.
+	ReasonSecretMissing = "SecretMissing"
+	// ReasonSecretInvalid: a Secret that spec.tls or spec.auth names holds
+	// what memcached cannot use (a certificate that does not match its
+	// key, an authentication file without users, ...); the operator holds
+	// the Deployment as it is until it is fixed.
+	ReasonSecretInvalid = "SecretInvalid"
+	// ReasonSecretUnreadable: the operator cannot read a Secret that
+	// spec.tls or spec.auth names (its role does not allow it, or the
+	// apiserver fails); it holds the Deployment as it is until it can.
+	ReasonSecretUnreadable = "SecretUnreadable"
 	// ReasonApplyFailed: the apiserver refused an object the operator applied.
 	ReasonApplyFailed = "ApplyFailed"
 	// ReasonDeploymentPending: the Deployment has not been observed yet.

@@ -11,6 +11,8 @@ import (
 // or memcached would otherwise refuse later in the objects built from it.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.maxItemSize) || (quantity(self.maxItemSize).compareTo(quantity('1Gi')) <= 0 && quantity(self.maxItemSize).asInteger() <= (has(self.memoryLimitMiB) ? self.memoryLimitMiB : 64) * 524288)",fieldPath=".maxItemSize",reason="FieldValueInvalid",message="maxItemSize must be at most half of memoryLimitMiB (64 MiB when unset): memcached refuses a larger item size"
+// +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.monitoring) || !self.monitoring.enabled",fieldPath=".auth",reason="FieldValueForbidden",message="auth and monitoring cannot be on together: the exporter cannot authenticate to memcached"
+// +kubebuilder:validation:XValidation:rule="!has(self.podAnnotations) || !self.podAnnotations.exists(k, k.startsWith('cache.example.com/'))",fieldPath=".podAnnotations",reason="FieldValueForbidden",message="podAnnotations must not set keys under cache.example.com/: the operator sets them"
 // +kubebuilder:validation:XValidation:rule="!has(self.podLabels) || !self.podLabels.exists(k, k in ['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/managed-by', 'pod-template-hash'])",fieldPath=".podLabels",reason="FieldValueForbidden",message="podLabels must not set app.kubernetes.io/name, app.kubernetes.io/instance, app.kubernetes.io/managed-by or pod-template-hash: the operator and the Deployment controller set them to select the pods"
 type MemcachedSpec struct {
 	// size is the number of memcached pods. It is the scale subresource's
@@ -131,6 +133,22 @@ type MemcachedSpec struct {
 	// +optional
 	Monitoring *MonitoringSpec `json:"monitoring,omitempty"`
 
+	// tls makes memcached serve TLS only, with the certificate and key of
+	// a Secret, and optionally verify client certificates. Off when empty.
+	// A change of the Secret's content rolls the pods, one at a time.
+	//
+	// +optional
+	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// auth makes memcached require a user name and password from every
+	// client (memcached's ASCII authentication, -Y), from a Secret. Off
+	// when empty. A change of the Secret's content rolls the pods, one at
+	// a time. The exporter cannot authenticate, so auth and monitoring
+	// cannot be on together.
+	//
+	// +optional
+	Auth *AuthSpec `json:"auth,omitempty"`
+
 	// resources are the memcached container's compute resources. When
 	// empty, the container has no requests or limits.
 	//
@@ -188,6 +206,66 @@ type ImagePullSecret struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
+}
+
+// TLSSpec configures memcached's TLS.
+type TLSSpec struct {
+	// secretName names a Secret in the Memcached's namespace with the keys
+	// of a kubernetes.io/tls Secret, as cert-manager writes them: tls.crt
+	// (the certificate chain memcached presents), tls.key (its private
+	// key) and, when clientCertificates is Request or Require, ca.crt (the
+	// certificates of the CAs that client certificates must chain to).
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	SecretName string `json:"secretName"`
+
+	// clientCertificates is what memcached asks of clients' certificates:
+	// None (the default) asks for none; Request asks for one and refuses
+	// a connection whose certificate does not chain to ca.crt, but
+	// accepts one without; Require refuses a connection without a
+	// certificate that chains to ca.crt.
+	//
+	// +optional
+	// +kubebuilder:default=None
+	ClientCertificates ClientCertificates `json:"clientCertificates,omitempty"`
+}
+
+// ClientCertificates is what memcached asks of clients' certificates.
+//
+// +kubebuilder:validation:Enum=None;Request;Require
+type ClientCertificates string
+
+// The values of ClientCertificates.
+const (
+	ClientCertificatesNone    ClientCertificates = "None"
+	ClientCertificatesRequest ClientCertificates = "Request"
+	ClientCertificatesRequire ClientCertificates = "Require"
+)
+
+// AuthSpec configures memcached's authentication.
+type AuthSpec struct {
+	// secretName names a Secret in the Memcached's namespace that holds
+	// memcached's authentication file under key: one user:password per
+	// line. A client authenticates by sending, before any other command,
+	// "set <any key> 0 0 <length>" with "<user> <password>" as the value.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	SecretName string `json:"secretName"`
+
+	// key is the Secret's key that holds the authentication file.
+	//
+	// +optional
+	// +kubebuilder:default=authfile
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
 }
 
 // MonitoringSpec configures the metrics of a Memcached.

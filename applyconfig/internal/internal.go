@@ -53,6 +53,18 @@ var schemaYAML = typed.YAMLObject(`types:
         namedType: com.github.example.memcached-operator.api.v1alpha1.PodAffinity
 - name: com.github.example.memcached-operator.api.v1alpha1.AnnotationValue
   scalar: string
+- name: com.github.example.memcached-operator.api.v1alpha1.AuthSpec
+  map:
+    fields:
+    - name: key
+      type:
+        scalar: string
+      default: authfile
+    - name: secretName
+      type:
+        scalar: string
+- name: com.github.example.memcached-operator.api.v1alpha1.ClientCertificates
+  scalar: string
 - name: com.github.example.memcached-operator.api.v1alpha1.ImagePullSecret
   map:
     fields:
@@ -117,6 +129,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: affinity
       type:
         namedType: com.github.example.memcached-operator.api.v1alpha1.Affinity
+    - name: auth
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.AuthSpec
     - name: containerPort
       type:
         scalar: numeric
@@ -175,6 +190,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: threads
       type:
         scalar: numeric
+    - name: tls
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.TLSSpec
     - name: tolerations
       type:
         list:
@@ -355,6 +373,16 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: port
       type:
         scalar: numeric
+- name: com.github.example.memcached-operator.api.v1alpha1.TLSSpec
+  map:
+    fields:
+    - name: clientCertificates
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.ClientCertificates
+      default: None
+    - name: secretName
+      type:
+        scalar: string
 - name: com.github.example.memcached-operator.api.v1alpha1.Toleration
   map:
     fields:

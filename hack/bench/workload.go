@@ -73,7 +73,7 @@ func runBaseline(ctx context.Context, cfg *rest.Config, c client.Client, n int, 
 		// The Deployment and Service the operator would build, created
 		// directly (a Memcached of size 1 has no PodDisruptionBudget).
 		m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
-		dep := desired.Deployment(m, desired.Images{Memcached: desired.DefaultImage})
+		dep := desired.Deployment(m, desired.Images{Memcached: desired.DefaultImage}, desired.SecretDigests{})
 		dep.OwnerReferences = nil // there is no Memcached to own it
 		if err := c.Apply(ctx, dep, client.FieldOwner("bench-baseline")); err != nil {
 			return err

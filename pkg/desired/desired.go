@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"maps"
+	"path"
 	"strconv"
 	"strings"
 
@@ -25,6 +26,7 @@ import (
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/jsonconv"
+	"github.com/example/memcached-operator/pkg/secrets"
 )
 
 const (
@@ -81,6 +83,25 @@ const (
 	// the preStop sleep.
 	terminationGracePeriodSeconds = 30
 
+	// TLSVolume and AuthVolume are the volumes of the Secrets of spec.tls
+	// and spec.auth, mounted read-only at TLSDir and AuthDir.
+	TLSVolume  = "tls"
+	TLSDir     = "/etc/memcached/tls"
+	AuthVolume = "auth"
+	AuthDir    = "/etc/memcached/auth"
+	// authFile is the authentication file's name in AuthDir, whatever the
+	// Secret's key.
+	authFile = "authfile"
+	// secretFileMode lets the pods' users read the mounted Secrets through
+	// the pod's fsGroup, and no one else.
+	secretFileMode int32 = 0o440
+
+	// AnnotationTLSDigest and AnnotationAuthDigest, on the pod template,
+	// are digests of the Secret content the pods mount: new content is a
+	// new template, which rolls the pods.
+	AnnotationTLSDigest  = "cache.example.com/tls-digest"
+	AnnotationAuthDigest = "cache.example.com/auth-digest"
+
 	// exporterUser is the exporter image's user (nobody), as a number for
 	// runAsNonRoot.
 	exporterUser = 65534
@@ -96,6 +117,50 @@ type Images struct {
 	Memcached string
 	// Exporter is the Prometheus memcached exporter image.
 	Exporter string
+}
+
+// SecretDigests are digests of the Secret content the pods of a
+// Memcached mount (the keys TLSKeys and AuthKey name): a new digest is a
+// new pod template, which rolls the pods. Empty when not mounted.
+type SecretDigests struct {
+	TLS  string
+	Auth string
+}
+
+// TLSKeys are the keys of the spec.tls Secret that m's pods mount:
+// the certificate chain and key, and the client CA when client
+// certificates are asked for.
+func TLSKeys(m *cachev1alpha1.Memcached) []string {
+	if m.Spec.TLS == nil {
+		return nil
+	}
+	keys := []string{secrets.CertKey, secrets.KeyKey}
+	if verifiesClients(m) {
+		keys = append(keys, secrets.CAKey)
+	}
+	return keys
+}
+
+// AuthKey is the key of the spec.auth Secret that m's pods mount; empty
+// without spec.auth.
+func AuthKey(m *cachev1alpha1.Memcached) string {
+	if m.Spec.Auth == nil {
+		return ""
+	}
+	if m.Spec.Auth.Key == "" {
+		return authFile // the CRD's default
+	}
+	return m.Spec.Auth.Key
+}
+
+func verifiesClients(m *cachev1alpha1.Memcached) bool {
+	return m.Spec.TLS != nil && m.Spec.TLS.ClientCertificates != "" && m.Spec.TLS.ClientCertificates != cachev1alpha1.ClientCertificatesNone
+}
+
+// sslVerifyModes are memcached's ssl_verify_mode values.
+var sslVerifyModes = map[cachev1alpha1.ClientCertificates]int{
+	cachev1alpha1.ClientCertificatesRequest: 1,
+	cachev1alpha1.ClientCertificatesRequire: 2,
 }
 
 // InstanceLabelValue is the value of LabelInstance for a Memcached: its name
@@ -188,6 +253,16 @@ func Command(m *cachev1alpha1.Memcached) []string {
 			cmd = append(cmd, "--max-item-size="+strconv.FormatInt(q.Value(), 10))
 		}
 	}
+	if m.Spec.TLS != nil {
+		opts := "ssl_chain_cert=" + path.Join(TLSDir, secrets.CertKey) + ",ssl_key=" + path.Join(TLSDir, secrets.KeyKey)
+		if verifiesClients(m) {
+			opts += ",ssl_ca_cert=" + path.Join(TLSDir, secrets.CAKey) + ",ssl_verify_mode=" + strconv.Itoa(sslVerifyModes[m.Spec.TLS.ClientCertificates])
+		}
+		cmd = append(cmd, "--enable-ssl", "--extended="+opts)
+	}
+	if m.Spec.Auth != nil {
+		cmd = append(cmd, "--auth-file="+path.Join(AuthDir, authFile))
+	}
 	return cmd
 }
 
@@ -212,12 +287,22 @@ func Replicas(m *cachev1alpha1.Memcached) int32 {
 // It rolls out as a cache should: one extra pod at a time and none taken
 // away before its replacement is ready (maxSurge 1, maxUnavailable 0), so
 // that a rollout never lowers the number of serving pods.
-func Deployment(m *cachev1alpha1.Memcached, images Images) *appsv1ac.DeploymentApplyConfiguration {
+//
+// The pods mount the Secrets of spec.tls and spec.auth, and carry digests
+// of their content, so that new content rolls them the same way.
+func Deployment(m *cachev1alpha1.Memcached, images Images, digests SecretDigests) *appsv1ac.DeploymentApplyConfiguration {
 	template := corev1ac.PodTemplateSpec().
 		WithLabels(podLabels(m)).
 		WithSpec(podSpec(m, images))
-	if len(m.Spec.PodAnnotations) > 0 {
-		template.WithAnnotations(stringMap(m.Spec.PodAnnotations))
+	annotations := stringMap(m.Spec.PodAnnotations)
+	if m.Spec.TLS != nil && digests.TLS != "" {
+		annotations[AnnotationTLSDigest] = digests.TLS
+	}
+	if m.Spec.Auth != nil && digests.Auth != "" {
+		annotations[AnnotationAuthDigest] = digests.Auth
+	}
+	if len(annotations) > 0 {
+		template.WithAnnotations(annotations)
 	}
 	return appsv1ac.Deployment(m.Name, m.Namespace).
 		WithLabels(Labels(m)).
@@ -262,6 +347,19 @@ func podSpec(m *cachev1alpha1.Memcached, images Images) *corev1ac.PodSpecApplyCo
 	if Monitored(m) {
 		ps.WithContainers(exporter(m, images))
 	}
+	if m.Spec.TLS != nil {
+		ps.WithVolumes(secretVolume(TLSVolume, m.Spec.TLS.SecretName, TLSKeys(m)...))
+	}
+	if m.Spec.Auth != nil {
+		v := secretVolume(AuthVolume, m.Spec.Auth.SecretName)
+		v.Secret.WithItems(corev1ac.KeyToPath().WithKey(AuthKey(m)).WithPath(authFile))
+		ps.WithVolumes(v)
+	}
+	if len(ps.Volumes) > 0 {
+		// The mounted Secrets belong to this group, which every container
+		// of the pod joins.
+		ps.SecurityContext.WithFSGroup(memcachedUser)
+	}
 	for _, s := range m.Spec.ImagePullSecrets {
 		ps.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(s.Name))
 	}
@@ -292,6 +390,19 @@ func podSpec(m *cachev1alpha1.Memcached, images Images) *corev1ac.PodSpecApplyCo
 			WithMatchLabelKeys(appsv1.DefaultDeploymentUniqueLabelKey))
 	}
 	return ps
+}
+
+// secretVolume mounts the Secret name, as the files keys, readable by the pod's fsGroup only.
+func secretVolume(volume, name string, keys ...string) *corev1ac.VolumeApplyConfiguration {
+	src := corev1ac.SecretVolumeSource().WithSecretName(name).WithDefaultMode(secretFileMode)
+	for _, k := range keys {
+		src.WithItems(corev1ac.KeyToPath().WithKey(k).WithPath(k))
+	}
+	return corev1ac.Volume().WithName(volume).WithSecret(src)
+}
+
+func mount(volume, dir string) *corev1ac.VolumeMountApplyConfiguration {
+	return corev1ac.VolumeMount().WithName(volume).WithMountPath(dir).WithReadOnly(true)
 }
 
 // passThrough turns a value of the core API into its apply configuration,
@@ -332,20 +443,42 @@ func container(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerApp
 	if r := resources(m.Spec.Resources); r != nil {
 		c.WithResources(r)
 	}
+	if m.Spec.TLS != nil {
+		c.WithVolumeMounts(mount(TLSVolume, TLSDir))
+	}
+	if m.Spec.Auth != nil {
+		c.WithVolumeMounts(mount(AuthVolume, AuthDir))
+	}
 	return c
 }
 
 // exporter is the Prometheus memcached exporter's container: it reads
 // memcached's stats over the pod's loopback and serves them on the port
 // named MetricsPortName.
+//
+// With TLS, it connects over TLS without verifying memcached's certificate:
+// the connection never leaves the pod, and the certificate's names are
+// the Service's, not localhost. When memcached asks clients for a
+// certificate, the exporter presents memcached's own (which must then
+// allow client authentication; the operator checks that it does).
 func exporter(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerApplyConfiguration {
+	args := []string{
+		"--memcached.address=localhost:" + strconv.Itoa(int(port(m))),
+		"--web.listen-address=:" + strconv.Itoa(int(MetricsPort)),
+	}
+	if m.Spec.TLS != nil {
+		args = append(args, "--memcached.tls.enable", "--memcached.tls.insecure-skip-verify")
+	}
+	if verifiesClients(m) {
+		args = append(args,
+			"--memcached.tls.cert-file="+path.Join(TLSDir, secrets.CertKey),
+			"--memcached.tls.key-file="+path.Join(TLSDir, secrets.KeyKey))
+	}
 	c := corev1ac.Container().
 		WithName(ExporterContainerName).
 		WithImage(images.Exporter).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
-		WithArgs(
-			"--memcached.address=localhost:"+strconv.Itoa(int(port(m))),
-			"--web.listen-address=:"+strconv.Itoa(int(MetricsPort))).
+		WithArgs(args...).
 		WithPorts(corev1ac.ContainerPort().
 			WithName(MetricsPortName).
 			WithContainerPort(MetricsPort).
@@ -353,6 +486,9 @@ func exporter(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerAppl
 		WithSecurityContext(restricted(exporterUser))
 	if r := resources(m.Spec.Monitoring.Resources); r != nil {
 		c.WithResources(r)
+	}
+	if verifiesClients(m) {
+		c.WithVolumeMounts(mount(TLSVolume, TLSDir))
 	}
 	return c
 }

@@ -187,7 +187,7 @@ func checkSpec(t *testing.T, m *cachev1alpha1.Memcached) bool {
 	t.Helper()
 	name := m.Name
 	// Never panics, admitted or not.
-	desired.Deployment(m, images)
+	desired.Deployment(m, images, desired.SecretDigests{})
 	desired.Service(m)
 	desired.PodDisruptionBudget(m)
 	if desired.Monitored(m) {
@@ -204,7 +204,7 @@ func checkSpec(t *testing.T, m *cachev1alpha1.Memcached) bool {
 	m.UID = "00000000-0000-0000-0000-000000000001"
 	build := map[owned.Kind]func() (client.Object, error){
 		owned.KindDeployment: func() (client.Object, error) {
-			return clientset().AppsV1().Deployments(m.Namespace).Apply(ctx, desired.Deployment(m, images), dryRun)
+			return clientset().AppsV1().Deployments(m.Namespace).Apply(ctx, desired.Deployment(m, images, desired.SecretDigests{}), dryRun)
 		},
 		owned.KindService: func() (client.Object, error) {
 			return clientset().CoreV1().Services(m.Namespace).Apply(ctx, desired.Service(m), dryRun)
@@ -214,7 +214,7 @@ func checkSpec(t *testing.T, m *cachev1alpha1.Memcached) bool {
 		},
 	}
 	again := map[owned.Kind]func() any{
-		owned.KindDeployment:          func() any { return desired.Deployment(m, images) },
+		owned.KindDeployment:          func() any { return desired.Deployment(m, images, desired.SecretDigests{}) },
 		owned.KindService:             func() any { return desired.Service(m) },
 		owned.KindPodDisruptionBudget: func() any { return desired.PodDisruptionBudget(m) },
 	}

@@ -73,7 +73,7 @@ func TestPodDisruptionBudget(t *testing.T) {
 func TestSchedulingDefaultsToSpreadingAcrossNodes(t *testing.T) {
 	g := NewWithT(t)
 	m := memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](4)})
-	ps := Deployment(m, Images{Memcached: "memcached:1"}).Spec.Template.Spec
+	ps := Deployment(m, Images{Memcached: "memcached:1"}, SecretDigests{}).Spec.Template.Spec
 	g.Expect(ps.TopologySpreadConstraints).To(HaveLen(1))
 	c := ps.TopologySpreadConstraints[0]
 	g.Expect(*c.TopologyKey).To(Equal("kubernetes.io/hostname"))
@@ -108,7 +108,7 @@ func TestSchedulingFieldsPassThrough(t *testing.T) {
 		Tolerations:               tolerations,
 		TopologySpreadConstraints: []cachev1alpha1.TopologySpreadConstraint{spread},
 	})
-	d := Deployment(m, Images{Memcached: "memcached:1"})
+	d := Deployment(m, Images{Memcached: "memcached:1"}, SecretDigests{})
 
 	// What the Deployment's pod template says is exactly what the spec
 	// said, read as the core API reads it.

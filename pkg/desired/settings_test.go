@@ -37,7 +37,7 @@ func TestCommandCarriesTheCacheSettings(t *testing.T) {
 // ready, and a stopping pod keeps serving while endpoints drop it.
 func TestRolloutKeepsCapacity(t *testing.T) {
 	g := NewWithT(t)
-	d := Deployment(memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)}), testImages)
+	d := Deployment(memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)}), testImages, SecretDigests{})
 	ru := d.Spec.Strategy.RollingUpdate
 	g.Expect(*ru.MaxUnavailable).To(Equal(intstr.FromInt32(0)))
 	g.Expect(*ru.MaxSurge).To(Equal(intstr.FromInt32(1)))
@@ -56,7 +56,7 @@ func TestPodSettings(t *testing.T) {
 		PodLabels:         map[string]cachev1alpha1.LabelValue{"team": "payments", LabelInstance: "not-this"},
 		PodAnnotations:    map[string]cachev1alpha1.AnnotationValue{"example.com/owner": "payments"},
 	})
-	d := Deployment(m, testImages)
+	d := Deployment(m, testImages, SecretDigests{})
 	tmpl := d.Spec.Template
 	g.Expect(tmpl.Labels).To(HaveKeyWithValue("team", "payments"))
 	g.Expect(tmpl.Labels).To(HaveKeyWithValue(LabelInstance, "cache"), "the selector's labels win")
@@ -65,7 +65,7 @@ func TestPodSettings(t *testing.T) {
 	g.Expect(*tmpl.Spec.PriorityClassName).To(Equal("cache-critical"))
 	g.Expect(d.Labels).NotTo(HaveKey("team"), "pod labels are the pods' only")
 
-	plain := Deployment(memcached("cache", cachev1alpha1.MemcachedSpec{}), testImages).Spec.Template
+	plain := Deployment(memcached("cache", cachev1alpha1.MemcachedSpec{}), testImages, SecretDigests{}).Spec.Template
 	g.Expect(plain.Annotations).To(BeNil(), "nothing sent when the spec has none")
 	g.Expect(plain.Spec.ImagePullSecrets).To(BeEmpty())
 	g.Expect(plain.Spec.PriorityClassName).To(BeNil())
@@ -77,7 +77,7 @@ func TestMonitoringAddsTheExporterAndItsPort(t *testing.T) {
 		ContainerPort: ptr.To[int32](11311),
 		Monitoring:    &cachev1alpha1.MonitoringSpec{Enabled: true},
 	})
-	pod := Deployment(m, testImages).Spec.Template.Spec
+	pod := Deployment(m, testImages, SecretDigests{}).Spec.Template.Spec
 	g.Expect(pod.Containers).To(HaveLen(2))
 	e := pod.Containers[1]
 	g.Expect(*e.Name).To(Equal(ExporterContainerName))
@@ -95,7 +95,7 @@ func TestMonitoringAddsTheExporterAndItsPort(t *testing.T) {
 	g.Expect(*ports[1].Port).To(Equal(MetricsPort))
 
 	off := memcached("cache", cachev1alpha1.MemcachedSpec{Monitoring: &cachev1alpha1.MonitoringSpec{Enabled: false}})
-	g.Expect(Deployment(off, testImages).Spec.Template.Spec.Containers).To(HaveLen(1))
+	g.Expect(Deployment(off, testImages, SecretDigests{}).Spec.Template.Spec.Containers).To(HaveLen(1))
 	g.Expect(Service(off).Spec.Ports).To(HaveLen(1))
 }
 

@@ -15,7 +15,7 @@ import (
 
 func TestManagersOfLostFields(t *testing.T) {
 	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "u"}}
-	want := desired.Deployment(m, desired.Images{Memcached: "memcached:1"})
+	want := desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{})
 	all, err := owned.AppliedFields(want)
 	if err != nil {
 		t.Fatal(err)

@@ -84,7 +84,7 @@ func withNodeSelector(m *cachev1alpha1.Memcached) *cachev1alpha1.Memcached {
 func TestDeploymentSummaryKeepsWhatTheControllerReads(t *testing.T) {
 	g := NewWithT(t)
 	m := testMemcached()
-	want := desired.Deployment(m, desired.Images{Memcached: "memcached:1"})
+	want := desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{})
 	other := entry(t, "argocd-controller", metav1.ManagedFieldsOperationApply, "",
 		fieldpath.NewSet(fieldpath.MakePathOrDie("metadata", "annotations", "team")))
 	whole := applied(t, want, &appsv1.Deployment{}, owned.FieldManager, "", other)
@@ -125,9 +125,9 @@ func TestDeploymentSummaryKeepsWhatTheControllerReads(t *testing.T) {
 		want             runtime.ApplyConfiguration
 		nothing, exactly bool
 	}{
-		{"what was applied", desired.Deployment(m, desired.Images{Memcached: "memcached:1"}), true, true},
-		{"another image: same fields, new value", desired.Deployment(m, desired.Images{Memcached: "memcached:2"}), false, true},
-		{"a field added", desired.Deployment(withNodeSelector(m), desired.Images{Memcached: "memcached:1"}), false, false},
+		{"what was applied", desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{}), true, true},
+		{"another image: same fields, new value", desired.Deployment(m, desired.Images{Memcached: "memcached:2"}, desired.SecretDigests{}), false, true},
+		{"a field added", desired.Deployment(withNodeSelector(m), desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{}), false, false},
 	}
 	for _, tt := range tests {
 		nothing, err := s.AppliesNothing(tt.want)
@@ -142,7 +142,7 @@ func TestDeploymentSummaryKeepsWhatTheControllerReads(t *testing.T) {
 func TestFieldsTakenByAnotherManagerAreNotOwnedExactly(t *testing.T) {
 	g := NewWithT(t)
 	m := testMemcached()
-	want := desired.Deployment(m, desired.Images{Memcached: "memcached:1"})
+	want := desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{})
 	fields, err := owned.AppliedFields(want)
 	g.Expect(err).NotTo(HaveOccurred())
 	replicas := fieldpath.NewSet(fieldpath.MakePathOrDie("spec", "replicas"))
@@ -180,17 +180,17 @@ func TestServiceSummaryKeepsPorts(t *testing.T) {
 func TestASummaryWithoutDigestComparesAsAnError(t *testing.T) {
 	g := NewWithT(t)
 	m := testMemcached()
-	whole := applied(t, desired.Deployment(m, desired.Images{Memcached: "memcached:1"}), &appsv1.Deployment{}, owned.FieldManager, "")
+	whole := applied(t, desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{}), &appsv1.Deployment{}, owned.FieldManager, "")
 	whole.ManagedFields[0].FieldsV1 = &metav1.FieldsV1{Raw: []byte(`{"bogus":{}}`)}
 	s, err := owned.Summarize(whole)
 	g.Expect(err).NotTo(HaveOccurred(), "the store keeps it, and reconciling it reports why")
 	g.Expect(s.Digest).To(BeNil())
-	_, err = s.AppliesNothing(desired.Deployment(m, desired.Images{Memcached: "memcached:1"}))
+	_, err = s.AppliesNothing(desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{}))
 	g.Expect(err).To(MatchError(ContainSubstring("no digest of Deployment ns/cache")))
 
 	observed, err := owned.Observed(whole)
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = observed.AppliesNothing(desired.Deployment(m, desired.Images{Memcached: "memcached:1"}))
+	_, err = observed.AppliesNothing(desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{}))
 	g.Expect(err).To(HaveOccurred(), "an apply's answer is never compared")
 }
 

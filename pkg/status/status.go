@@ -31,6 +31,9 @@ type Observation struct {
 	// exists that the Memcached does not control. The operator leaves such
 	// objects alone.
 	NotOwned []owned.Kind
+	// Secret is why a Secret the Memcached names cannot be used, if one
+	// cannot; the operator then holds the Deployment as it is.
+	Secret *SecretProblem
 	// ApplyError is the apiserver's refusal of an object the operator
 	// applied, if any. Its message names the object.
 	ApplyError error
@@ -39,6 +42,15 @@ type Observation struct {
 	Monitor Monitor
 	// Image is the memcached image the operator gives the pods.
 	Image string
+}
+
+// SecretProblem is why a Secret a Memcached names cannot be used.
+type SecretProblem struct {
+	// Reason is ReasonSecretMissing, ReasonSecretInvalid or
+	// ReasonSecretUnreadable.
+	Reason string
+	// Message names the Secret and says what is wrong, never what it holds.
+	Message string
 }
 
 // Monitor is where a Memcached's ServiceMonitor stands.
@@ -172,6 +184,8 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) (rollout, string) {
 	switch {
 	case obs.notOwned(owned.KindDeployment):
 		return rolloutBlocked, notOwnedMessage(owned.KindDeployment, m.Name)
+	case obs.Secret != nil:
+		return rolloutBlocked, obs.Secret.Message
 	case obs.ApplyError != nil:
 		return rolloutBlocked, fmt.Sprintf("The apiserver refused %v", obs.ApplyError)
 	case len(obs.NotOwned) > 0:
@@ -223,8 +237,11 @@ func Available(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 	switch {
 	case obs.Deployment == nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentPending, "No Deployment of this Memcached exists"
-		if obs.notOwned(owned.KindDeployment) {
+		switch {
+		case obs.notOwned(owned.KindDeployment):
 			c.Reason = cachev1alpha1.ReasonDeploymentNotOwned
+		case obs.Secret != nil:
+			c.Reason, c.Message = obs.Secret.Reason, obs.Secret.Message
 		}
 	case desired.Replicas(m) == 0:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, cachev1alpha1.ReasonScaledToZero, "Size is 0: no pods are requested"
@@ -294,11 +311,13 @@ func blockedCondition(conditionType, fineMessage string, m *cachev1alpha1.Memcac
 }
 
 // blockedReason ranks as rolloutOf does: the Deployment first, then a
-// refused apply, then the other objects.
+// Secret, then a refused apply, then the other objects.
 func blockedReason(obs Observation) string {
 	switch {
 	case obs.notOwned(owned.KindDeployment):
 		return cachev1alpha1.ReasonDeploymentNotOwned
+	case obs.Secret != nil:
+		return obs.Secret.Reason
 	case obs.ApplyError != nil:
 		return cachev1alpha1.ReasonApplyFailed
 	case obs.notOwned(owned.KindService):

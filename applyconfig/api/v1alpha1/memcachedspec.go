@@ -78,6 +78,16 @@ type MemcachedSpecApplyConfiguration struct {
 	// and, when the cluster has the Prometheus Operator, a ServiceMonitor
 	// that scrapes it. Off when empty.
 	Monitoring *MonitoringSpecApplyConfiguration `json:"monitoring,omitempty"`
+	// tls makes memcached serve TLS only, with the certificate and key of
+	// a Secret, and optionally verify client certificates. Off when empty.
+	// A change of the Secret's content rolls the pods, one at a time.
+	TLS *TLSSpecApplyConfiguration `json:"tls,omitempty"`
+	// auth makes memcached require a user name and password from every
+	// client (memcached's ASCII authentication, -Y), from a Secret. Off
+	// when empty. A change of the Secret's content rolls the pods, one at
+	// a time. The exporter cannot authenticate, so auth and monitoring
+	// cannot be on together.
+	Auth *AuthSpecApplyConfiguration `json:"auth,omitempty"`
 	// resources are the memcached container's compute resources. When
 	// empty, the container has no requests or limits.
 	Resources *v1.ResourceRequirements `json:"resources,omitempty"`
@@ -221,6 +231,22 @@ func (b *MemcachedSpecApplyConfiguration) WithPodAnnotations(entries map[string]
 // If called multiple times, the Monitoring field is set to the value of the last call.
 func (b *MemcachedSpecApplyConfiguration) WithMonitoring(value *MonitoringSpecApplyConfiguration) *MemcachedSpecApplyConfiguration {
 	b.Monitoring = value
+	return b
+}
+
+// WithTLS sets the TLS field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TLS field is set to the value of the last call.
+func (b *MemcachedSpecApplyConfiguration) WithTLS(value *TLSSpecApplyConfiguration) *MemcachedSpecApplyConfiguration {
+	b.TLS = value
+	return b
+}
+
+// WithAuth sets the Auth field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Auth field is set to the value of the last call.
+func (b *MemcachedSpecApplyConfiguration) WithAuth(value *AuthSpecApplyConfiguration) *MemcachedSpecApplyConfiguration {
+	b.Auth = value
 	return b
 }
 

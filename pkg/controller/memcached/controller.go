@@ -25,11 +25,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	cacheac "github.com/example/memcached-operator/applyconfig/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
+	"github.com/example/memcached-operator/pkg/secrets"
 	"github.com/example/memcached-operator/pkg/status"
 )
 
@@ -75,6 +77,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Images are the images of a Memcached whose spec names none.
 	Images desired.Images
+	// Secrets follows the Secrets that Memcacheds name in spec.tls and
+	// spec.auth.
+	Secrets *secrets.Watcher
 	// ServiceMonitors: the cluster serves the Prometheus Operator's
 	// ServiceMonitors, so a Memcached with monitoring gets one.
 	ServiceMonitors bool
@@ -88,6 +93,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings a Memcached's Deployment, Service, PodDisruptionBudget,
@@ -96,15 +102,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	m := &cachev1alpha1.Memcached{}
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
 		// Deleted: garbage collection removes what it owned.
+		if apierrors.IsNotFound(err) {
+			r.Secrets.Use(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !m.DeletionTimestamp.IsZero() {
+		r.Secrets.Use(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("memcached", klog.KObj(m), "generation", m.Generation)
 	ctx = ctrl.LoggerInto(ctx, log)
 
-	obs, changed, err := r.reconcileObjects(ctx, m)
+	mounted, err := r.mountedSecrets(m)
+	if errors.Is(err, errSecretsPending) {
+		// The Secrets' watches tell when they have listed.
+		return reconcile.Result{RequeueAfter: secretsPendingRecheck}, nil
+	}
+	obs, changed, err := r.reconcileObjects(ctx, m, mounted)
 	if errors.Is(err, errMemcachedGone) {
 		return reconcile.Result{}, nil
 	}
@@ -124,6 +139,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if obs.Monitor == status.MonitorCRDMissing {
 		r.reportMissingCRD(m)
 	}
+	if obs.Secret != nil {
+		r.reportSecretProblem(m, obs.Secret)
+	}
 
 	switch {
 	case len(obs.NotOwned) > 0:
@@ -139,8 +157,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // ServiceMonitor what m asks for, sending an apply only for an object whose owned fields
 // differ. It returns what it observed, and whether the Deployment was
 // created or changed.
-func (r *Reconciler) reconcileObjects(ctx context.Context, m *cachev1alpha1.Memcached) (status.Observation, bool, error) {
-	obs := status.Observation{Image: r.Images.Image(m)}
+func (r *Reconciler) reconcileObjects(ctx context.Context, m *cachev1alpha1.Memcached, mounted mountedSecrets) (status.Observation, bool, error) {
+	obs := status.Observation{Image: r.Images.Image(m), Secret: mounted.problem}
+	var err error
 	var reports []report
 	s := &scope{r: r, m: m}
 	defer func() { recordReports(r, m, reports) }()
@@ -154,7 +173,14 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, m *cachev1alpha1.Memc
 		reports = append(reports, out.report)
 	}
 
-	dep, err := ensure(ctx, s, deployments, desired.Deployment(m, r.Images))
+	var dep outcome
+	if mounted.problem == nil {
+		dep, err = ensure(ctx, s, deployments, desired.Deployment(m, r.Images, mounted.digests))
+	} else {
+		// Pods that cannot mount what they need would never start: the
+		// Deployment stays as it is, serving, until the Secret is fixed.
+		dep, err = hold(ctx, s, deployments)
+	}
 	if err != nil {
 		return obs, false, err
 	}
@@ -299,13 +325,13 @@ var enqueueController = handler.EnqueueRequestsFromMapFunc(func(_ context.Contex
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}}}
 })
 
-// SetupWithManager registers the controller with mgr. r.Owned must be
-// added to mgr too (see Setup).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+// SetupWithManager registers the controller with mgr, watching sources
+// too. r.Owned and r.Secrets must be added to mgr too (see Setup).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options, sources ...source.Source) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(opts)
-	for _, src := range r.Owned.Sources(enqueueController) {
+	for _, src := range append(r.Owned.Sources(enqueueController), sources...) {
 		b = b.WatchesRawSource(src)
 	}
 	return b.Complete(r)

@@ -123,19 +123,10 @@ func (s *scope) mayCreate(ctx context.Context) error {
 func ensure[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, s *scope, k ownedKind[T, A], want A) (outcome, error) {
 	r, m := s.r, s.m
 	log := ctrl.LoggerFrom(ctx)
-	var out outcome
 
-	current, err := lookup(ctx, r, k, client.ObjectKeyFromObject(m))
-	if err != nil {
+	current, out, err := find(ctx, s, k)
+	if err != nil || out.notOwned {
 		return out, err
-	}
-	if current != nil && !metav1.IsControlledBy(current, m) {
-		log.Info("Leaving alone an object not controlled by the Memcached", "kind", k.kind, "object", klog.KObj(current))
-		foreignObjectsRefused.WithLabelValues(string(k.kind)).Inc()
-		r.Recorder.Eventf(m, current, corev1.EventTypeWarning, k.notOwned, "Refuse",
-			"%s %s exists and is not controlled by this Memcached; leaving it alone", k.kind, current.GetName())
-		out.notOwned = true
-		return out, nil
 	}
 
 	var lostTo []string
@@ -192,6 +183,36 @@ func ensure[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, 
 	}
 	out.report = describe(m, k.kind, current, applied, len(lostTo) > 0)
 	return out, nil
+}
+
+// hold leaves the Memcached's object of kind k as it is, and observes it
+// as ensure does.
+func hold[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, s *scope, k ownedKind[T, A]) (outcome, error) {
+	current, out, err := find(ctx, s, k)
+	if err == nil && !out.notOwned {
+		out.obj = current
+	}
+	return out, err
+}
+
+// find looks up the object of kind k with the Memcached's name. One the
+// Memcached does not control is left alone, and reported at once: in an
+// event, and by the outcome's notOwned.
+func find[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, s *scope, k ownedKind[T, A]) (*owned.Summary, outcome, error) {
+	r, m := s.r, s.m
+	var out outcome
+	current, err := lookup(ctx, r, k, client.ObjectKeyFromObject(m))
+	if err != nil {
+		return nil, out, err
+	}
+	if current != nil && !metav1.IsControlledBy(current, m) {
+		ctrl.LoggerFrom(ctx).Info("Leaving alone an object not controlled by the Memcached", "kind", k.kind, "object", klog.KObj(current))
+		foreignObjectsRefused.WithLabelValues(string(k.kind)).Inc()
+		r.Recorder.Eventf(m, current, corev1.EventTypeWarning, k.notOwned, "Refuse",
+			"%s %s exists and is not controlled by this Memcached; leaving it alone", k.kind, current.GetName())
+		out.notOwned = true
+	}
+	return current, out, nil
 }
 
 // answer is the summary of the apiserver's answer to an apply, which

@@ -3,15 +3,22 @@ package memcached
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
+	"github.com/example/memcached-operator/pkg/secrets"
 )
 
 // Options configure the controller.
@@ -48,6 +55,15 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := mgr.Add(store); err != nil {
 		return fmt.Errorf("adding the store of owned objects: %w", err)
 	}
+	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("creating the client of Secrets: %w", err)
+	}
+	var queue enqueuer
+	watcher := secrets.NewWatcher(clientset, queue.add)
+	if err := mgr.Add(watcher); err != nil {
+		return fmt.Errorf("adding the Secret watcher: %w", err)
+	}
 	r := &Reconciler{
 		Client:          mgr.GetClient(),
 		APIReader:       mgr.GetAPIReader(),
@@ -55,8 +71,28 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Recorder:        mgr.GetEventRecorder("memcached-operator"),
 		Images:          o.Images,
 		ServiceMonitors: serviceMonitors,
+		Secrets:         watcher,
 	}
-	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
+	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}, queue.source())
+}
+
+// enqueuer reconciles Memcacheds by name, from outside the watches the
+// builder knows: it adds to the controller's queue once that has started.
+type enqueuer struct {
+	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
+}
+
+func (e *enqueuer) source() source.Source {
+	return source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		e.queue.Store(&q)
+		return nil
+	})
+}
+
+func (e *enqueuer) add(memcached types.NamespacedName) {
+	if q := e.queue.Load(); q != nil {
+		(*q).Add(reconcile.Request{NamespacedName: memcached})
+	}
 }
 
 // CacheOptions sets up the manager's cache for the controller: it holds the

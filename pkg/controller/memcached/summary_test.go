@@ -81,7 +81,7 @@ func TestStoreHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
 		s    *owned.Summary
 		want runtime.ApplyConfiguration
 	}{
-		{dep, desired.Deployment(got, testenv.Images)},
+		{dep, desired.Deployment(got, testenv.Images, desired.SecretDigests{})},
 		{svc, desired.Service(got)},
 		{pdb, desired.PodDisruptionBudget(got)},
 	} {
@@ -101,7 +101,7 @@ func TestStoreHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
 
 	changed := got.DeepCopy()
 	changed.Spec.Threads = ptr.To[int32](4)
-	nothing, err = dep.AppliesNothing(desired.Deployment(changed, testenv.Images))
+	nothing, err = dep.AppliesNothing(desired.Deployment(changed, testenv.Images, desired.SecretDigests{}))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(nothing).To(BeFalse(), "a spec change is seen")
 

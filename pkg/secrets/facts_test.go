@@ -1,0 +1,117 @@
+package secrets
+
+import (
+	"crypto/x509"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/example/memcached-operator/internal/testcerts"
+)
+
+// What memcached 1.6.18 (Debian's, the real node's) does with an
+// authentication file, tried line by line: it refuses to start on an empty
+// line or one without ':', and starts, letting nobody in by that entry, on
+// everything else refused here.
+func TestAuthFileAsMemcachedReadsIt(t *testing.T) {
+	long := strings.Repeat("p", MaxAuthTokenLength-2)
+	tests := []struct {
+		name, file string
+		problem    string // "" when memcached lets every user in
+	}{
+		{"one user", "alice:pw\n", ""},
+		{"a colon in the password", "alice:p:w\n", ""},
+		{"eight users", strings.Repeat("u:p\n", 8), ""},
+		{"the longest token", "u:" + long + "\n", ""},
+		{"empty", "", "empty"},
+		{"no final newline", "alice:pw", "last line does not end with a newline"},
+		{"nine users", strings.Repeat("u:p\n", 9), "reads the first 8 only"},
+		{"an empty line", "alice:pw\n\nbob:pw\n", "line 2 is empty"},
+		{"a trailing empty line", "alice:pw\n\n", "line 2 is empty"},
+		{"no colon", "alice\n", "line 1 is not user:password"},
+		{"no user", ":pw\n", "empty user or password"},
+		{"no password", "alice:\n", "empty user or password"},
+		{"a space in the user", "al ice:pw\n", "a space or tab"},
+		{"CRLF", "alice:pw\r\n", "carriage return"},
+		{"too long", "u:" + long + "p\n", "too long"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckAuthFile([]byte(tt.file))
+			if tt.problem == "" {
+				NewWithT(t).Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			NewWithT(t).Expect(err).To(MatchError(ContainSubstring(tt.problem)))
+			NewWithT(t).Expect(err.Error()).NotTo(ContainSubstring("pw"), "a problem never quotes the file")
+		})
+	}
+}
+
+func TestSummaryKeepsDigestsAndProblemsOnly(t *testing.T) {
+	g := NewWithT(t)
+	ca, err := testcerts.NewCA("ca")
+	g.Expect(err).NotTo(HaveOccurred())
+	pair, err := ca.Issue("cache", []string{"cache.ns.svc"})
+	g.Expect(err).NotTo(HaveOccurred())
+	s := ca.Secret("ns", "cache-tls", pair)
+	s.Data["authfile"] = []byte("alice:pw\n")
+
+	sum := Summarize(s)
+	g.Expect(sum.Name).To(Equal("cache-tls"))
+	g.Expect(sum.Digests).To(HaveLen(4))
+	for k, d := range sum.Digests {
+		g.Expect(d).To(HaveLen(64), k)
+		g.Expect(d).NotTo(ContainSubstring(string(s.Data[k])))
+	}
+	g.Expect(sum.Problems).NotTo(HaveKey(UseServing))
+	g.Expect(sum.Problems).NotTo(HaveKey(UseClientCA))
+	g.Expect(sum.Problems).NotTo(HaveKey(UseClient))
+	g.Expect(sum.Problems).NotTo(HaveKey(UseAuthFile("authfile")))
+	g.Expect(sum.Problems).To(HaveKey(UseAuthFile(corev1.TLSCertKey)), "a certificate is no authentication file")
+	g.Expect(sum.Missing("tls.crt", "nope", "authfile", "a")).To(Equal([]string{"a", "nope"}))
+
+	// The digest of some keys changes with them, and with them only.
+	before := sum.Digest(CertKey, KeyKey)
+	s.Data["authfile"] = []byte("bob:pw\n")
+	g.Expect(Summarize(s).Digest(CertKey, KeyKey)).To(Equal(before))
+	renewed, err := ca.Issue("cache", []string{"cache.ns.svc"})
+	g.Expect(err).NotTo(HaveOccurred())
+	s.Data[CertKey], s.Data[KeyKey] = renewed.Cert, renewed.Key
+	g.Expect(Summarize(s).Digest(CertKey, KeyKey)).NotTo(Equal(before))
+}
+
+func TestSummaryTellsWhatMemcachedCannotUse(t *testing.T) {
+	ca, err := testcerts.NewCA("ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := testcerts.NewCA("other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _ := ca.Issue("cache", nil)
+	another, _ := ca.Issue("cache", nil)
+	serverOnly, _ := ca.Issue("cache", nil, x509.ExtKeyUsageServerAuth)
+	tests := []struct {
+		name    string
+		data    map[string][]byte
+		use     Use
+		problem string
+	}{
+		{"a key of another certificate", map[string][]byte{CertKey: good.Cert, KeyKey: another.Key}, UseServing, "not a certificate chain and its key"},
+		{"no key", map[string][]byte{CertKey: good.Cert}, UseServing, "no certificate and key"},
+		{"garbage CA", map[string][]byte{CertKey: good.Cert, KeyKey: good.Key, CAKey: []byte("not PEM")}, UseClientCA, "something other than PEM certificates"},
+		{"a key as CA", map[string][]byte{CertKey: good.Cert, KeyKey: good.Key, CAKey: good.Key}, UseClientCA, "not CERTIFICATE"},
+		{"a server-only certificate as client", map[string][]byte{CertKey: serverOnly.Cert, KeyKey: serverOnly.Key, CAKey: ca.PEM}, UseClient, "not a client certificate that ca.crt accepts"},
+		{"a certificate of another CA as client", map[string][]byte{CertKey: good.Cert, KeyKey: good.Key, CAKey: other.PEM}, UseClient, "not a client certificate that ca.crt accepts"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sum := Summarize(&corev1.Secret{Data: tt.data})
+			NewWithT(t).Expect(sum.Problems).To(HaveKeyWithValue(tt.use, ContainSubstring(tt.problem)))
+		})
+	}
+}
