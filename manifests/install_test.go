@@ -35,6 +35,7 @@ import (
 	"github.com/example/memcached-operator/internal/jsonconv"
 	"github.com/example/memcached-operator/internal/localcluster"
 	"github.com/example/memcached-operator/internal/repo"
+	"github.com/example/memcached-operator/internal/testcerts"
 	"github.com/example/memcached-operator/internal/testenv"
 	"github.com/example/memcached-operator/pkg/desired"
 )
@@ -272,6 +273,19 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &monitoringv1.ServiceMonitor{}))
 	}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue())
 	waitFor(3)
+	// TLS from a Secret: the operator reads it (by name) and the pods
+	// mount it.
+	ca, err := testcerts.NewCA("cache-ca")
+	g.Expect(err).NotTo(HaveOccurred())
+	pair, err := ca.Issue("cache", []string{"cache." + ns + ".svc"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(k8s.Create(ctx, ca.Secret(ns, "cache-tls", pair))).To(Succeed())
+	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"tls":{"secretName":"cache-tls"}}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), dep)).To(Succeed())
+		g.Expect(dep.Spec.Template.Annotations).To(HaveKey(desired.AnnotationTLSDigest))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	waitFor(3)
 	// Drift: a person scales the Deployment; the operator restores it.
 	g.Expect(k8s.SubResource("scale").Patch(ctx, dep.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":1}}`)), client.FieldOwner("kubectl"))).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -292,11 +306,16 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &appsv1.Deployment{}))
 	}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue())
 
-	// The role is tight: no Secrets, no Pods, no writes to Memcached specs.
+	// The role is tight: Secrets may be listed and watched, nothing more;
+	// no Pods, no writes to Memcached specs.
 	sa, err := client.New(cfg, client.Options{Scheme: testenv.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache-tls"}}
 	for name, call := range map[string]func() error{
-		"list secrets":       func() error { return sa.List(ctx, &corev1.SecretList{}, client.InNamespace(ns)) },
+		"get a secret":       func() error { return sa.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}) },
+		"create secrets":     func() error { return sa.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}}) },
+		"patch secrets":      func() error { return sa.Patch(ctx, secret, client.RawPatch(types.MergePatchType, []byte(`{}`))) },
+		"delete secrets":     func() error { return sa.Delete(ctx, secret) },
 		"list pods":          func() error { return sa.List(ctx, &corev1.PodList{}, client.InNamespace(ns)) },
 		"delete deployments": func() error { return sa.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(ns)) },
 		"create memcacheds": func() error {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -14,6 +15,7 @@ import (
 type Request struct {
 	Method      string
 	Path        string
+	Query       url.Values
 	ContentType string
 	Watch       bool
 	Code        int
@@ -90,6 +92,7 @@ func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := Request{
 		Method:      req.Method,
 		Path:        req.URL.Path,
+		Query:       req.URL.Query(),
 		ContentType: req.Header.Get("Content-Type"),
 		Watch:       req.URL.Query().Get("watch") == "true" || req.URL.Query().Get("watch") == "1",
 	}
