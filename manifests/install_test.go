@@ -312,8 +312,10 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache-tls"}}
 	for name, call := range map[string]func() error{
-		"get a secret":       func() error { return sa.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}) },
-		"create secrets":     func() error { return sa.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}}) },
+		"get a secret": func() error { return sa.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}) },
+		"create secrets": func() error {
+			return sa.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}})
+		},
 		"patch secrets":      func() error { return sa.Patch(ctx, secret, client.RawPatch(types.MergePatchType, []byte(`{}`))) },
 		"delete secrets":     func() error { return sa.Delete(ctx, secret) },
 		"list pods":          func() error { return sa.List(ctx, &corev1.PodList{}, client.InNamespace(ns)) },
