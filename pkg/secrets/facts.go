@@ -221,6 +221,8 @@ func CheckAuthFile(b []byte) error {
 			return fmt.Errorf("line %d has an empty user or password: no client can send it", n)
 		case strings.ContainsAny(user, " \t\r"):
 			return fmt.Errorf("line %d has a user with a space or tab: no client can send it", n)
+		case strings.Contains(password, " "):
+			return fmt.Errorf("line %d has a password with a space: memcached never matches it", n)
 		case strings.ContainsAny(password, "\r"):
 			return fmt.Errorf("line %d ends with a carriage return: memcached would take it as part of the password", n)
 		case len(user)+1+len(password) > MaxAuthTokenLength:

@@ -34,6 +34,7 @@ func TestAuthFileAsMemcachedReadsIt(t *testing.T) {
 		{"no user", ":pw\n", "empty user or password"},
 		{"no password", "alice:\n", "empty user or password"},
 		{"a space in the user", "al ice:pw\n", "a space or tab"},
+		{"a space in the password", "alice:p w\n", "a password with a space"},
 		{"CRLF", "alice:pw\r\n", "carriage return"},
 		{"too long", "u:" + long + "p\n", "too long"},
 	}

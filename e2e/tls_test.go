@@ -1,0 +1,414 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/testcerts"
+	"github.com/example/memcached-operator/pkg/desired"
+)
+
+// The stories of this file are memcached's own TLS and authentication, on
+// the real node; the test process is the client, on the node's host,
+// which reaches pod addresses.
+
+// readyAddresses are the addresses ("ip:port") of the ready endpoints of
+// the Memcached's Service: where a client of the headless Service is sent.
+func readyAddresses(ctx context.Context, c client.Client, key client.ObjectKey) ([]string, error) {
+	list := &discoveryv1.EndpointSliceList{}
+	if err := c.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: key.Name}); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range list.Items {
+		var port int32
+		for _, p := range s.Ports {
+			if p.Name != nil && *p.Name == desired.PortName && p.Port != nil {
+				port = *p.Port
+			}
+		}
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready != nil && *e.Conditions.Ready {
+				for _, a := range e.Addresses {
+					out = append(out, net.JoinHostPort(a, strconv.Itoa(int(port))))
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// session is one client connection to memcached: over TLS when tlsConf is
+// set, authenticated first when user is set; it sends lines and returns
+// what memcached answered until it closed the connection (after quit).
+type session struct {
+	tls            *tls.Config
+	user, password string
+}
+
+func (s session) run(addr string, lines ...string) (string, error) {
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	var conn net.Conn
+	var err error
+	if s.tls != nil {
+		conn, err = tls.DialWithDialer(d, "tcp", addr, s.tls)
+	} else {
+		conn, err = d.Dial("tcp", addr)
+	}
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+	var req strings.Builder
+	if s.user != "" {
+		token := s.user + " " + s.password
+		fmt.Fprintf(&req, "set auth 0 0 %d\r\n%s\r\n", len(token), token)
+	}
+	for _, l := range lines {
+		req.WriteString(l + "\r\n")
+	}
+	req.WriteString("quit\r\n")
+	if _, err := io.WriteString(conn, req.String()); err != nil {
+		return "", err
+	}
+	out, err := io.ReadAll(conn)
+	return string(out), err
+}
+
+// clientTLS trusts ca and names the Memcached's Service, as a client in
+// the cluster would; with a client certificate when pair is not nil.
+func clientTLS(ca *testcerts.CA, key client.ObjectKey, pair *testcerts.Pair) *tls.Config {
+	conf := &tls.Config{RootCAs: ca.Pool(), ServerName: key.Name + "." + key.Namespace + ".svc", MinVersion: tls.VersionTLS12}
+	if pair != nil {
+		cert, err := pair.TLS()
+		if err != nil {
+			panic(err)
+		}
+		conf.Certificates = []tls.Certificate{cert}
+	}
+	return conf
+}
+
+func serviceHosts(key client.ObjectKey) []string {
+	return []string{key.Name + "." + key.Namespace + ".svc", key.Name + "." + key.Namespace + ".svc.cluster.local"}
+}
+
+// authFile is an authentication file with one user.
+func authFile(user, password string) []byte { return []byte(user + ":" + password + "\n") }
+
+// TLS with client certificates required, and authentication: a client
+// with the cluster's CA, a certificate and the password stores and reads
+// a value on every pod; a plain-text client, a client without a
+// certificate and a client with a wrong password are refused.
+func TestTLSAndAuthentication(t *testing.T) {
+	var ns string
+	var ca *testcerts.CA
+	var clientPair testcerts.Pair
+	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "secure"} }
+	f := features.New("only clients with the certificate and the password get in").WithLabel("needs", "containers").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			ns = namespace(t, cfg, "tls")
+			var err error
+			ca, err = testcerts.NewCA("cluster-ca")
+			g.Expect(err).NotTo(HaveOccurred())
+			server, err := ca.Issue("secure", serviceHosts(key()))
+			g.Expect(err).NotTo(HaveOccurred())
+			clientPair, err = ca.Issue("app", nil, x509.ExtKeyUsageClientAuth)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(c.Create(ctx, ca.Secret(ns, "secure-tls", server))).To(Succeed())
+			g.Expect(c.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secure-users"},
+				Data:       map[string][]byte{"authfile": authFile("app", "correct-horse")},
+			})).To(Succeed())
+			spec := onRealNode(2)
+			spec.TLS = &cachev1alpha1.TLSSpec{SecretName: "secure-tls", ClientCertificates: cachev1alpha1.ClientCertificatesRequire}
+			spec.Auth = &cachev1alpha1.AuthSpec{SecretName: "secure-users"}
+			runningMemcached(t, cfg, key(), spec)
+			return ctx
+		}).
+		Assess("a client with the CA, a certificate and the password stores and reads on every pod", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g := NewWithT(t)
+			addrs, err := readyAddresses(ctx, kube(t, cfg), key())
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(addrs).To(HaveLen(2))
+			good := session{tls: clientTLS(ca, key(), &clientPair), user: "app", password: "correct-horse"}
+			for _, addr := range addrs {
+				out, err := good.run(addr, "set greeting 0 0 5", "hello", "get greeting")
+				g.Expect(err).NotTo(HaveOccurred(), addr)
+				g.Expect(out).To(Equal("STORED\r\nSTORED\r\nVALUE greeting 0 5\r\nhello\r\nEND\r\n"), addr)
+			}
+			return ctx
+		}).
+		Assess("plain text, no client certificate, a wrong password: refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g := NewWithT(t)
+			addrs, err := readyAddresses(ctx, kube(t, cfg), key())
+			g.Expect(err).NotTo(HaveOccurred())
+			addr := addrs[0]
+
+			out, _ := session{user: "app", password: "correct-horse"}.run(addr, "version")
+			g.Expect(out).NotTo(ContainSubstring("STORED"), "plain text")
+			g.Expect(out).NotTo(ContainSubstring("VERSION"), "plain text")
+
+			out, err = session{tls: clientTLS(ca, key(), nil), user: "app", password: "correct-horse"}.run(addr, "version")
+			g.Expect(err).To(HaveOccurred(), "without a client certificate, got %q", out)
+			g.Expect(out).NotTo(ContainSubstring("VERSION"))
+
+			other, err := testcerts.NewCA("other-ca")
+			g.Expect(err).NotTo(HaveOccurred())
+			foreign, err := other.Issue("app", nil, x509.ExtKeyUsageClientAuth)
+			g.Expect(err).NotTo(HaveOccurred())
+			out, err = session{tls: clientTLS(ca, key(), &foreign), user: "app", password: "correct-horse"}.run(addr, "version")
+			g.Expect(err).To(HaveOccurred(), "with a certificate of another CA, got %q", out)
+
+			// memcached answers a failed authentication with an error and
+			// then ignores the connection (quit included) until it times out.
+			out, _ = session{tls: clientTLS(ca, key(), &clientPair), user: "app", password: "wrong"}.run(addr, "version")
+			g.Expect(out).To(HavePrefix("CLIENT_ERROR "), "a wrong password")
+			g.Expect(out).NotTo(ContainSubstring("VERSION"))
+
+			out, _ = session{tls: clientTLS(ca, key(), &clientPair)}.run(addr, "get greeting")
+			g.Expect(out).To(HavePrefix("CLIENT_ERROR unauthenticated"), "no password at all")
+			g.Expect(out).NotTo(ContainSubstring("VALUE"))
+			return ctx
+		}).
+		Feature()
+	testenv.Test(t, f)
+}
+
+// probe asks every ready address of the Memcached's Service, every
+// 100 ms, for memcached's version, over TLS with ca and with any of the
+// passwords it knows; it records how many answered per sample.
+type probe struct {
+	mu        sync.Mutex
+	passwords []string
+	samples   []int
+	errs      []string
+}
+
+func (p *probe) know(password string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.passwords = append(p.passwords, password)
+}
+
+func (p *probe) run(ctx context.Context, c client.Client, key client.ObjectKey, tlsConf *tls.Config) {
+	for ctx.Err() == nil {
+		addrs, err := readyAddresses(ctx, c, key)
+		if err != nil {
+			continue
+		}
+		p.mu.Lock()
+		passwords := append([]string(nil), p.passwords...)
+		p.mu.Unlock()
+		n := 0
+		var failures []string
+		for _, addr := range addrs {
+			var tries []string
+			// The newest first: a refused password costs a timeout.
+			for _, pw := range slices.Backward(passwords) {
+				out, err := session{tls: tlsConf, user: "app", password: pw}.run(addr, "version")
+				if err == nil && strings.Contains(out, "VERSION ") {
+					tries = nil
+					n++
+					break
+				}
+				tries = append(tries, fmt.Sprintf("%s: %q %v", addr, out, err))
+			}
+			failures = append(failures, tries...)
+		}
+		p.mu.Lock()
+		p.samples = append(p.samples, n)
+		if n < len(addrs) {
+			p.errs = append(p.errs, failures...)
+		}
+		p.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// A certificate re-issued into the same Secret, then a new password, roll
+// the pods one at a time: a client with the cluster's CA that knows the
+// old and the new password finds every ready pod answering, from before
+// the first change until after the second; afterwards every pod presents
+// the new certificate and takes the new password only.
+func TestSecretRotationKeepsServing(t *testing.T) {
+	var ns string
+	var ca *testcerts.CA
+	const size = 2
+	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "rotated"} }
+	f := features.New("rotating the certificate and the password keeps the cache serving").WithLabel("needs", "containers").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			ns = namespace(t, cfg, "rotation")
+			var err error
+			ca, err = testcerts.NewCA("cluster-ca")
+			g.Expect(err).NotTo(HaveOccurred())
+			server, err := ca.Issue("rotated", serviceHosts(key()))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(c.Create(ctx, ca.Secret(ns, "rotated-tls", server))).To(Succeed())
+			g.Expect(c.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rotated-users"},
+				Data:       map[string][]byte{"authfile": authFile("app", "first")},
+			})).To(Succeed())
+			spec := onRealNode(size)
+			spec.TLS = &cachev1alpha1.TLSSpec{SecretName: "rotated-tls"}
+			spec.Auth = &cachev1alpha1.AuthSpec{SecretName: "rotated-users"}
+			runningMemcached(t, cfg, key(), spec)
+			return ctx
+		}).
+		Assess("every ready pod answers throughout; then the new material only", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			tlsConf := clientTLS(ca, key(), nil)
+			p := &probe{passwords: []string{"first"}}
+			probeCtx, stop := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() { defer close(done); p.run(probeCtx, c, key(), tlsConf) }()
+			time.Sleep(3 * time.Second)
+
+			rolled := func(annotation, before string) string {
+				t.Helper()
+				var after string
+				g.Eventually(func(g Gomega) {
+					_, d := converged(t, c, key(), size)
+					after = d.Spec.Template.Annotations[annotation]
+					g.Expect(after).NotTo(Equal(before))
+					pods := &corev1.PodList{}
+					g.Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(desired.SelectorLabels(mustGet(t, c, key()))))).To(Succeed())
+					g.Expect(pods.Items).To(HaveLen(size), "old pods gone")
+					for _, pod := range pods.Items {
+						g.Expect(pod.Annotations).To(HaveKeyWithValue(annotation, after))
+					}
+				}).WithTimeout(2 * timeout).WithPolling(time.Second).Should(Succeed())
+				return after
+			}
+			_, d := converged(t, c, key(), size)
+			tlsDigest, authDigest := d.Spec.Template.Annotations[desired.AnnotationTLSDigest], d.Spec.Template.Annotations[desired.AnnotationAuthDigest]
+
+			// The certificate is re-issued into the same Secret.
+			start := time.Now()
+			renewed, err := ca.Issue("rotated", serviceHosts(key()))
+			g.Expect(err).NotTo(HaveOccurred())
+			secret := &corev1.Secret{}
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rotated-tls"}, secret)).To(Succeed())
+			secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey] = renewed.Cert, renewed.Key
+			g.Expect(c.Update(ctx, secret)).To(Succeed())
+			rolled(desired.AnnotationTLSDigest, tlsDigest)
+			t.Logf("certificate rotation rolled %d pods in %s", size, time.Since(start).Round(time.Second))
+
+			// The password changes; clients learn the new one.
+			start = time.Now()
+			p.know("second")
+			users := &corev1.Secret{}
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rotated-users"}, users)).To(Succeed())
+			users.Data["authfile"] = authFile("app", "second")
+			g.Expect(c.Update(ctx, users)).To(Succeed())
+			rolled(desired.AnnotationAuthDigest, authDigest)
+			t.Logf("password rotation rolled %d pods in %s", size, time.Since(start).Round(time.Second))
+			time.Sleep(2 * time.Second)
+			stop()
+			<-done
+
+			p.mu.Lock()
+			samples, errs := p.samples, p.errs
+			p.mu.Unlock()
+			g.Expect(len(samples)).To(BeNumerically(">", 50), "sampled throughout")
+			lowest, highest := size, 0
+			for _, n := range samples {
+				lowest, highest = min(lowest, n), max(highest, n)
+			}
+			t.Logf("%d samples, %d to %d ready pods answering", len(samples), lowest, highest)
+			g.Expect(lowest).To(BeNumerically(">=", size), "never fewer than size pods serving; failures: %v", errs)
+
+			// Afterwards: the new certificate on every pod, the new password
+			// only.
+			renewedLeaf, err := tls.X509KeyPair(renewed.Cert, renewed.Key)
+			g.Expect(err).NotTo(HaveOccurred())
+			addrs, err := readyAddresses(ctx, c, key())
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(addrs).To(HaveLen(size))
+			for _, addr := range addrs {
+				conn, err := tls.Dial("tcp", addr, tlsConf)
+				g.Expect(err).NotTo(HaveOccurred())
+				presented := conn.ConnectionState().PeerCertificates[0].Raw
+				_ = conn.Close()
+				g.Expect(presented).To(Equal(renewedLeaf.Certificate[0]), "%s presents the new certificate", addr)
+				out, err := session{tls: tlsConf, user: "app", password: "second"}.run(addr, "version")
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(out).To(HavePrefix("STORED\r\nVERSION "))
+				out, _ = session{tls: tlsConf, user: "app", password: "first"}.run(addr, "version")
+				g.Expect(out).To(HavePrefix("CLIENT_ERROR "), "the old password is refused")
+				g.Expect(out).NotTo(ContainSubstring("VERSION"))
+			}
+			return ctx
+		}).
+		Feature()
+	testenv.Test(t, f)
+}
+
+// With TLS and client certificates required, the exporter scrapes memcached
+// over TLS with the pod's own certificate: memcached_up is 1.
+func TestExporterScrapesOverTLS(t *testing.T) {
+	var ns string
+	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "metered"} }
+	f := features.New("the exporter scrapes a TLS memcached").WithLabel("needs", "containers").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			ns = namespace(t, cfg, "tls-metrics")
+			ca, err := testcerts.NewCA("cluster-ca")
+			g.Expect(err).NotTo(HaveOccurred())
+			server, err := ca.Issue("metered", serviceHosts(key()))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(c.Create(ctx, ca.Secret(ns, "metered-tls", server))).To(Succeed())
+			spec := onRealNode(1)
+			spec.TLS = &cachev1alpha1.TLSSpec{SecretName: "metered-tls", ClientCertificates: cachev1alpha1.ClientCertificatesRequire}
+			spec.Monitoring = &cachev1alpha1.MonitoringSpec{Enabled: true}
+			runningMemcached(t, cfg, key(), spec)
+			return ctx
+		}).
+		Assess("memcached_up is 1", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g := NewWithT(t)
+			addrs, err := readyAddresses(ctx, kube(t, cfg), key())
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(addrs).To(HaveLen(1))
+			host, _, _ := net.SplitHostPort(addrs[0])
+			url := "http://" + net.JoinHostPort(host, strconv.Itoa(int(desired.MetricsPort))) + "/metrics"
+			g.Eventually(func(g Gomega) {
+				resp, err := http.Get(url)
+				g.Expect(err).NotTo(HaveOccurred())
+				defer resp.Body.Close()
+				body, err := io.ReadAll(resp.Body)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(string(body)).To(MatchRegexp(`(?m)^memcached_up 1$`))
+			}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+			return ctx
+		}).
+		Feature()
+	testenv.Test(t, f)
+}
