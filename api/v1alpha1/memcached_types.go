@@ -265,6 +265,7 @@ type AuthSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +kubebuilder:validation:XValidation:rule="self != '.' && !self.startsWith('..')",message="key must not be '.' nor start with '..'"
 	Key string `json:"key,omitempty"`
 }
 

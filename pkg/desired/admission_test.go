@@ -108,10 +108,11 @@ func TestSpecsThatCannotRunAreRefusedAtAdmission(t *testing.T) {
 		{"pod label selecting the pods", cachev1alpha1.MemcachedSpec{PodLabels: map[string]lv{desired.LabelInstance: "other"}}, "podLabels must not set", byOperator},
 		{"verbosity 3", cachev1alpha1.MemcachedSpec{Verbosity: ptr.To[int32](3)}, "spec.verbosity", byOperator},
 		{"empty pull secret", cachev1alpha1.MemcachedSpec{ImagePullSecrets: []cachev1alpha1.ImagePullSecret{{Name: ""}}}, "spec.imagePullSecrets[0].name", byOperator},
-		{"TLS Secret name", cachev1alpha1.MemcachedSpec{TLS: &cachev1alpha1.TLSSpec{SecretName: "Cache_TLS"}}, "spec.tls.secretName", byAPIServer},
+		{"TLS Secret name", cachev1alpha1.MemcachedSpec{TLS: &cachev1alpha1.TLSSpec{SecretName: "Cache_TLS"}}, "spec.tls.secretName", byOperator}, // no Secret can have it: the pods would never start
 		{"client certificate mode", cachev1alpha1.MemcachedSpec{TLS: &cachev1alpha1.TLSSpec{SecretName: "tls", ClientCertificates: "Maybe"}}, "spec.tls.clientCertificates", byOperator},
-		{"auth Secret name", cachev1alpha1.MemcachedSpec{Auth: &cachev1alpha1.AuthSpec{SecretName: "Users!"}}, "spec.auth.secretName", byAPIServer},
-		{"auth key", cachev1alpha1.MemcachedSpec{Auth: &cachev1alpha1.AuthSpec{SecretName: "users", Key: "a/b"}}, "spec.auth.key", byAPIServer},
+		{"auth Secret name", cachev1alpha1.MemcachedSpec{Auth: &cachev1alpha1.AuthSpec{SecretName: "Users!"}}, "spec.auth.secretName", byOperator},                                                                                   // no Secret can have it: the pods would never start
+		{"auth key", cachev1alpha1.MemcachedSpec{Auth: &cachev1alpha1.AuthSpec{SecretName: "users", Key: "a/b"}}, "spec.auth.key", byOperator},                                                                                       // no Secret can have it: the pods would never start
+		{"auth key ..", cachev1alpha1.MemcachedSpec{Auth: &cachev1alpha1.AuthSpec{SecretName: "users", Key: "..x"}}, "key must not be '.' nor start with '..'", byOperator},                                                          // no Secret can have it: the pods would never start
 		{"auth with monitoring", cachev1alpha1.MemcachedSpec{Auth: &cachev1alpha1.AuthSpec{SecretName: "users"}, Monitoring: &cachev1alpha1.MonitoringSpec{Enabled: true}}, "auth and monitoring cannot be on together", byOperator}, // the exporter would fail every scrape
 		{"pod annotation of the operator", cachev1alpha1.MemcachedSpec{PodAnnotations: map[string]cachev1alpha1.AnnotationValue{desired.AnnotationTLSDigest: "x"}}, "podAnnotations must not set keys under cache.example.com/", byOperator},
 		{"memory request above limit", cachev1alpha1.MemcachedSpec{Resources: &corev1.ResourceRequirements{

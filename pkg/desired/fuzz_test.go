@@ -45,7 +45,8 @@ var fuzzNamespace = sync.OnceValue(func() string {
 // exactly its fields: the rule that makes a converged Memcached cost no
 // request. Besides the operator's own settings, it generates the fields the
 // operator passes through to the pods (a toleration, a spread constraint, a
-// required node affinity term, pod labels): the CRD must refuse what the
+// required node affinity term, pod labels, the Secrets of TLS and
+// authentication): the CRD must refuse what the
 // apiserver would refuse there. The seeds below and testdata/fuzz/ run with
 // every integration `go test`; `make fuzz` explores further. Its workers
 // share the kube-apiserver that the coordinating process started (see
@@ -58,16 +59,19 @@ func FuzzAdmittedSpecGivesAcceptedDeployment(f *testing.F) {
 		f.Add(in.name, in.size, in.port, in.image, in.mem, in.conns, in.threads, in.cpu, in.memory,
 			in.maxItemSize, in.verbosity, in.monitoring, in.podLabelKey, in.podLabelValue,
 			in.tolKey, in.tolOp, in.tolValue, in.tolEffect, in.tolSeconds,
-			in.spreadKey, in.spreadWhen, in.spreadSkew, in.nodeKey, in.nodeOp, in.nodeValue)
+			in.spreadKey, in.spreadWhen, in.spreadSkew, in.nodeKey, in.nodeOp, in.nodeValue,
+			in.tlsSecret, in.clientCerts, in.authKey)
 	}
 	f.Fuzz(func(t *testing.T, name string, size, port int32, image string, mem, conns, threads int32, cpu, memory string,
 		maxItemSize string, verbosity int32, monitoring bool, podLabelKey, podLabelValue string,
 		tolKey, tolOp, tolValue, tolEffect string, tolSeconds int64,
-		spreadKey, spreadWhen string, spreadSkew int32, nodeKey, nodeOp, nodeValue string) {
+		spreadKey, spreadWhen string, spreadSkew int32, nodeKey, nodeOp, nodeValue string,
+		tlsSecret, clientCerts, authKey string) {
 		checkSpec(t, fuzzInput{name, size, port, image, mem, conns, threads, cpu, memory,
 			maxItemSize, verbosity, monitoring, podLabelKey, podLabelValue,
 			tolKey, tolOp, tolValue, tolEffect, tolSeconds,
-			spreadKey, spreadWhen, spreadSkew, nodeKey, nodeOp, nodeValue}.memcached())
+			spreadKey, spreadWhen, spreadSkew, nodeKey, nodeOp, nodeValue,
+			tlsSecret, clientCerts, authKey}.memcached())
 	})
 }
 
@@ -88,6 +92,16 @@ type fuzzInput struct {
 	spreadKey, spreadWhen      string
 	spreadSkew                 int32
 	nodeKey, nodeOp, nodeValue string
+	// tlsSecret names spec.tls's Secret, with clientCerts; authKey is
+	// spec.auth's key (of a Secret named "users").
+	tlsSecret, clientCerts string
+	authKey                string
+}
+
+// fuzzDigests are the digests the builders get: any value of a digest.
+var fuzzDigests = desired.SecretDigests{
+	TLS:  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+	Auth: "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
 }
 
 // fuzzSeed is one seed input, and whether the apiserver admits it: a seed
@@ -115,6 +129,9 @@ var fuzzSeeds = []fuzzSeed{
 	{fuzzInput{name: "exists-with-value", size: 1, port: 11211, tolKey: "a", tolOp: "Exists", tolValue: "b"}, false}, // the apiserver refuses it in a pod
 	{fuzzInput{name: "gt-two-values", size: 1, port: 11211, nodeKey: "cpus", nodeOp: "Gt", nodeValue: ""}, false},    // Gt needs one value: "" gives none
 	{fuzzInput{name: "selector-label", size: 1, port: 11211, podLabelKey: "app.kubernetes.io/instance", podLabelValue: "other"}, false},
+	{fuzzInput{name: "secure", size: 2, port: 11211, tlsSecret: "secure-tls", clientCerts: "Require", authKey: "memcached.users"}, true},
+	{fuzzInput{name: "tls-monitored", size: 1, port: 11211, monitoring: true, tlsSecret: "tls", clientCerts: "Request"}, true},
+	{fuzzInput{name: "auth-dot-dot", size: 1, port: 11211, authKey: ".."}, false}, // no Secret can hold that key
 }
 
 // memcached is the Memcached of one fuzz input.
@@ -164,6 +181,12 @@ func (in fuzzInput) memcached() *cachev1alpha1.Memcached {
 			LabelSelector: &cachev1alpha1.LabelSelector{MatchLabels: map[string]cachev1alpha1.LabelValue{desired.LabelInstance: cachev1alpha1.LabelValue(in.podLabelValue)}},
 		}}
 	}
+	if in.tlsSecret != "" || in.clientCerts != "" {
+		m.Spec.TLS = &cachev1alpha1.TLSSpec{SecretName: in.tlsSecret, ClientCertificates: cachev1alpha1.ClientCertificates(in.clientCerts)}
+	}
+	if in.authKey != "" {
+		m.Spec.Auth = &cachev1alpha1.AuthSpec{SecretName: "users", Key: in.authKey}
+	}
 	if in.nodeKey != "" || in.nodeOp != "" {
 		req := cachev1alpha1.NodeSelectorRequirement{Key: cachev1alpha1.LabelKey(in.nodeKey), Operator: in.nodeOp}
 		if in.nodeValue != "" {
@@ -187,7 +210,7 @@ func checkSpec(t *testing.T, m *cachev1alpha1.Memcached) bool {
 	t.Helper()
 	name := m.Name
 	// Never panics, admitted or not.
-	desired.Deployment(m, images, desired.SecretDigests{})
+	desired.Deployment(m, images, fuzzDigests)
 	desired.Service(m)
 	desired.PodDisruptionBudget(m)
 	if desired.Monitored(m) {
@@ -204,7 +227,7 @@ func checkSpec(t *testing.T, m *cachev1alpha1.Memcached) bool {
 	m.UID = "00000000-0000-0000-0000-000000000001"
 	build := map[owned.Kind]func() (client.Object, error){
 		owned.KindDeployment: func() (client.Object, error) {
-			return clientset().AppsV1().Deployments(m.Namespace).Apply(ctx, desired.Deployment(m, images, desired.SecretDigests{}), dryRun)
+			return clientset().AppsV1().Deployments(m.Namespace).Apply(ctx, desired.Deployment(m, images, fuzzDigests), dryRun)
 		},
 		owned.KindService: func() (client.Object, error) {
 			return clientset().CoreV1().Services(m.Namespace).Apply(ctx, desired.Service(m), dryRun)
@@ -214,7 +237,7 @@ func checkSpec(t *testing.T, m *cachev1alpha1.Memcached) bool {
 		},
 	}
 	again := map[owned.Kind]func() any{
-		owned.KindDeployment:          func() any { return desired.Deployment(m, images, desired.SecretDigests{}) },
+		owned.KindDeployment:          func() any { return desired.Deployment(m, images, fuzzDigests) },
 		owned.KindService:             func() any { return desired.Service(m) },
 		owned.KindPodDisruptionBudget: func() any { return desired.PodDisruptionBudget(m) },
 	}
