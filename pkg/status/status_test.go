@@ -61,6 +61,8 @@ var (
 	refused        = errors.New(`Deployment.apps "cache" is invalid`)
 	foreignService = Observation{Deployment: complete, NotOwned: []owned.Kind{owned.KindService}}
 	foreignPDB     = Observation{Deployment: complete, NotOwned: []owned.Kind{owned.KindPodDisruptionBudget}}
+	badSecret      = &SecretProblem{Reason: cachev1alpha1.ReasonSecretInvalid, Message: "Secret cache-tls cannot serve as memcached's certificate and key: ..."}
+	noSecret       = &SecretProblem{Reason: cachev1alpha1.ReasonSecretMissing, Message: "Secret cache-tls does not exist"}
 )
 
 type conditionCase struct {
@@ -94,6 +96,8 @@ func TestAvailable(t *testing.T) {
 		{"none ready", mc(3), Observation{Deployment: down}, metav1.ConditionFalse, cachev1alpha1.ReasonMinimumReplicasUnavailable},
 		{"scaled to zero", mc(0), Observation{Deployment: deployment(0, 0, 0, 0, 2, availableTrue)}, metav1.ConditionTrue, cachev1alpha1.ReasonScaledToZero},
 		{"foreign Service: the pods still serve", mc(3), foreignService, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
+		{"no Deployment for want of a Secret", mc(3), Observation{Secret: noSecret}, metav1.ConditionFalse, cachev1alpha1.ReasonSecretMissing},
+		{"Deployment held by a Secret: the pods still serve", mc(3), Observation{Deployment: complete, Secret: badSecret}, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
 	})
 }
 
@@ -121,6 +125,9 @@ func TestDegraded(t *testing.T) {
 		{"foreign Service", mc(3), foreignService, metav1.ConditionTrue, cachev1alpha1.ReasonServiceNotOwned},
 		{"foreign PodDisruptionBudget", mc(3), foreignPDB, metav1.ConditionTrue, cachev1alpha1.ReasonPodDisruptionBudgetNotOwned},
 		{"foreign Deployment ranks first", mc(3), Observation{NotOwned: []owned.Kind{owned.KindService, owned.KindDeployment}}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"a Secret", mc(3), Observation{Deployment: complete, Secret: badSecret}, metav1.ConditionTrue, cachev1alpha1.ReasonSecretInvalid},
+		{"a Secret ranks before a refused apply", mc(3), Observation{Deployment: complete, Secret: noSecret, ApplyError: refused}, metav1.ConditionTrue, cachev1alpha1.ReasonSecretMissing},
+		{"a foreign Deployment ranks before a Secret", mc(3), Observation{NotOwned: []owned.Kind{owned.KindDeployment}, Secret: noSecret}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
 	})
 }
 
@@ -131,6 +138,7 @@ func TestReconciling(t *testing.T) {
 		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
 		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutStalled},
 		{"foreign", mc(3), Observation{NotOwned: []owned.Kind{owned.KindDeployment}}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"held by a Secret", mc(3), Observation{Deployment: complete, Secret: noSecret}, metav1.ConditionFalse, cachev1alpha1.ReasonSecretMissing},
 	})
 }
 
