@@ -112,10 +112,6 @@ func clientTLS(ca *testcerts.CA, key client.ObjectKey, pair *testcerts.Pair) *tl
 	return conf
 }
 
-func serviceHosts(key client.ObjectKey) []string {
-	return []string{key.Name + "." + key.Namespace + ".svc", key.Name + "." + key.Namespace + ".svc.cluster.local"}
-}
-
 // authFile is an authentication file with one user.
 func authFile(user, password string) []byte { return []byte(user + ":" + password + "\n") }
 
@@ -133,9 +129,8 @@ func TestTLSAndAuthentication(t *testing.T) {
 			g, c := NewWithT(t), kube(t, cfg)
 			ns = namespace(t, cfg, "tls")
 			var err error
-			ca, err = testcerts.NewCA("cluster-ca")
-			g.Expect(err).NotTo(HaveOccurred())
-			server, err := ca.Issue("secure", serviceHosts(key()))
+			var server testcerts.Pair
+			ca, server, err = testcerts.ForService(ns, key().Name)
 			g.Expect(err).NotTo(HaveOccurred())
 			clientPair, err = ca.Issue("app", nil, x509.ExtKeyUsageClientAuth)
 			g.Expect(err).NotTo(HaveOccurred())
@@ -268,9 +263,8 @@ func TestSecretRotationKeepsServing(t *testing.T) {
 			g, c := NewWithT(t), kube(t, cfg)
 			ns = namespace(t, cfg, "rotation")
 			var err error
-			ca, err = testcerts.NewCA("cluster-ca")
-			g.Expect(err).NotTo(HaveOccurred())
-			server, err := ca.Issue("rotated", serviceHosts(key()))
+			var server testcerts.Pair
+			ca, server, err = testcerts.ForService(ns, key().Name)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(c.Create(ctx, ca.Secret(ns, "rotated-tls", server))).To(Succeed())
 			g.Expect(c.Create(ctx, &corev1.Secret{
@@ -313,7 +307,7 @@ func TestSecretRotationKeepsServing(t *testing.T) {
 
 			// The certificate is re-issued into the same Secret.
 			start := time.Now()
-			renewed, err := ca.Issue("rotated", serviceHosts(key()))
+			renewed, err := ca.IssueForService(ns, key().Name)
 			g.Expect(err).NotTo(HaveOccurred())
 			secret := &corev1.Secret{}
 			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rotated-tls"}, secret)).To(Succeed())
@@ -381,9 +375,7 @@ func TestExporterScrapesOverTLS(t *testing.T) {
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, c := NewWithT(t), kube(t, cfg)
 			ns = namespace(t, cfg, "tls-metrics")
-			ca, err := testcerts.NewCA("cluster-ca")
-			g.Expect(err).NotTo(HaveOccurred())
-			server, err := ca.Issue("metered", serviceHosts(key()))
+			ca, server, err := testcerts.ForService(ns, key().Name)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(c.Create(ctx, ca.Secret(ns, "metered-tls", server))).To(Succeed())
 			spec := onRealNode(1)

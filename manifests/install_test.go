@@ -275,9 +275,7 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 	waitFor(3)
 	// TLS from a Secret: the operator reads it (by name) and the pods
 	// mount it.
-	ca, err := testcerts.NewCA("cache-ca")
-	g.Expect(err).NotTo(HaveOccurred())
-	pair, err := ca.Issue("cache", []string{"cache." + ns + ".svc"})
+	ca, pair, err := testcerts.ForService(ns, "cache")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(k8s.Create(ctx, ca.Secret(ns, "cache-tls", pair))).To(Succeed())
 	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"tls":{"secretName":"cache-tls"}}}`)))).To(Succeed())

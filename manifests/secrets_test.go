@@ -75,9 +75,7 @@ func TestOperatorReadsOnlyTheSecretsMemcachedsName(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue(), "the operator cannot list the namespace's Secrets")
 	g.Expect(sa.List(ctx, &corev1.SecretList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": "cache-tls"})).To(Succeed(), "but can list the one by name")
 
-	ca, err := testcerts.NewCA("cache-ca")
-	g.Expect(err).NotTo(HaveOccurred())
-	pair, err := ca.Issue("cache", []string{"cache." + ns + ".svc"})
+	ca, pair, err := testcerts.ForService(ns, "cache")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(k8s.Create(ctx, ca.Secret(ns, "cache-tls", pair))).To(Succeed())
 	g.Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unrelated"}, StringData: map[string]string{"password": "x"}})).To(Succeed())

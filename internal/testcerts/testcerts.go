@@ -97,6 +97,28 @@ func (ca *CA) Issue(cn string, hosts []string, usages ...x509.ExtKeyUsage) (Pair
 	}, nil
 }
 
+// ServiceHosts are the names clients in the cluster reach a Service by.
+func ServiceHosts(namespace, service string) []string {
+	return []string{service + "." + namespace + ".svc", service + "." + namespace + ".svc.cluster.local"}
+}
+
+// IssueForService signs a certificate for the names of a Service, for
+// server and client authentication: what cert-manager issues for a
+// Certificate with those names and both usages.
+func (ca *CA) IssueForService(namespace, service string) (Pair, error) {
+	return ca.Issue(service, ServiceHosts(namespace, service))
+}
+
+// ForService makes a CA and a certificate it signs for a Service.
+func ForService(namespace, service string) (*CA, Pair, error) {
+	ca, err := NewCA(service + "-ca")
+	if err != nil {
+		return nil, Pair{}, err
+	}
+	p, err := ca.IssueForService(namespace, service)
+	return ca, p, err
+}
+
 // Secret is the kubernetes.io/tls Secret cert-manager would write for p,
 // issued by ca.
 func (ca *CA) Secret(namespace, name string, p Pair) *corev1.Secret {

@@ -64,9 +64,7 @@ func TestSecretsGateAndRollThePods(t *testing.T) {
 	g.Expect(meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionAvailable).Reason).To(Equal(cachev1alpha1.ReasonSecretMissing))
 	g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &appsv1.Deployment{}))).To(BeTrue())
 
-	ca, err := testcerts.NewCA("cache-ca")
-	g.Expect(err).NotTo(HaveOccurred())
-	pair, err := ca.Issue("cache", []string{"cache." + ns + ".svc"})
+	ca, pair, err := testcerts.ForService(ns, "cache")
 	g.Expect(err).NotTo(HaveOccurred())
 	tlsSecret := ca.Secret(ns, "cache-tls", pair)
 	delete(tlsSecret.Data, "ca.crt")
@@ -117,7 +115,7 @@ func TestSecretsGateAndRollThePods(t *testing.T) {
 	g.Expect(dep.Generation).To(Equal(generation))
 
 	// The certificate is re-issued into the same Secret: the pods roll.
-	renewed, err := ca.Issue("cache", []string{"cache." + ns + ".svc"})
+	renewed, err := ca.IssueForService(ns, "cache")
 	g.Expect(err).NotTo(HaveOccurred())
 	tlsSecret.Data["tls.crt"], tlsSecret.Data["tls.key"] = renewed.Cert, renewed.Key
 	g.Expect(k8s.Update(ctx, tlsSecret)).To(Succeed())
