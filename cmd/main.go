@@ -44,6 +44,7 @@ func main() {
 		qps                     float64
 		burst                   int
 		watchNamespaces         string
+		replacedManagers        string
 	)
 	envImage := imageDefault(os.Getenv, "MEMCACHED_IMAGE", desired.DefaultImage)
 	envExporterImage := imageDefault(os.Getenv, "EXPORTER_IMAGE", desired.DefaultExporterImage)
@@ -60,6 +61,7 @@ func main() {
 	flag.DurationVar(&syncPeriod, "sync-period", 10*time.Hour, "Interval at which every cached object is reconciled again.")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "Requests per second the operator may send to the apiserver, sustained.")
 	flag.IntVar(&burst, "kube-api-burst", 100, "Requests the operator may send to the apiserver in a burst.")
+	flag.StringVar(&replacedManagers, "replaced-field-managers", memcached.DefaultReplacedManagers, "Comma-separated field managers of the operator this one replaces: their Update entries in a Memcached's status become the operator's when it replaces a Deployment it did not make.")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces whose Memcacheds the operator caches and reconciles; empty: all namespaces.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -118,6 +120,7 @@ func main() {
 			WatchNamespaces:         namespaces,
 			MaxConcurrentReconciles: maxConcurrentReconciles,
 			SyncPeriod:              syncPeriod,
+			ReplacedManagers:        splitList(replacedManagers),
 		},
 	})
 	if err != nil {
@@ -159,4 +162,16 @@ func parseNamespaces(list string) ([]string, error) {
 		}
 	}
 	return namespaces, nil
+}
+
+// splitList reads a comma-separated list, spaces around items ignored,
+// empty items dropped.
+func splitList(list string) []string {
+	var out []string
+	for _, item := range strings.Split(list, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -305,7 +305,7 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue())
 
 	// The role is tight: Secrets may be listed and watched, nothing more;
-	// no Pods, no writes to Memcached specs.
+	// no Pods, no Memcached created or deleted.
 	sa, err := client.New(cfg, client.Options{Scheme: testenv.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache-tls"}}
@@ -314,13 +314,17 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 		"create secrets": func() error {
 			return sa.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}})
 		},
-		"patch secrets":      func() error { return sa.Patch(ctx, secret, client.RawPatch(types.MergePatchType, []byte(`{}`))) },
-		"delete secrets":     func() error { return sa.Delete(ctx, secret) },
-		"list pods":          func() error { return sa.List(ctx, &corev1.PodList{}, client.InNamespace(ns)) },
-		"delete deployments": func() error { return sa.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(ns)) },
+		"patch secrets":          func() error { return sa.Patch(ctx, secret, client.RawPatch(types.MergePatchType, []byte(`{}`))) },
+		"delete secrets":         func() error { return sa.Delete(ctx, secret) },
+		"list pods":              func() error { return sa.List(ctx, &corev1.PodList{}, client.InNamespace(ns)) },
+		"delete all deployments": func() error { return sa.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(ns)) },
 		"create memcacheds": func() error {
 			return sa.Create(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: ns}})
 		},
+		"delete memcacheds": func() error {
+			return sa.Delete(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: ns}})
+		},
+		"delete replicasets": func() error { return sa.DeleteAllOf(ctx, &appsv1.ReplicaSet{}, client.InNamespace(ns)) },
 	} {
 		err := call()
 		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", name, err)

@@ -46,6 +46,11 @@ const (
 	ReasonScaledToZero = "ScaledToZero"
 	// ReasonRollingOut: the Deployment is rolling out or scaling.
 	ReasonRollingOut = "RollingOut"
+	// ReasonReplacingDeployment: the Memcached's Deployment selected its
+	// pods otherwise than the operator does (the Operator SDK tutorial's
+	// operator made it, or an earlier version of this one); the operator is
+	// replacing it, its pods serving until as many new ones are ready.
+	ReasonReplacingDeployment = "ReplacingDeployment"
 	// ReasonRolloutComplete: every desired pod is updated and ready.
 	ReasonRolloutComplete = "RolloutComplete"
 	// ReasonRolloutStalled: the Deployment exceeded its progress deadline.

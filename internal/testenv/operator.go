@@ -68,6 +68,7 @@ func StartOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) 
 			WatchNamespaces:         opts.WatchNamespaces,
 			MaxConcurrentReconciles: 4,
 			SyncPeriod:              syncPeriod,
+			ReplacedManagers:        []string{memcached.DefaultReplacedManagers},
 		},
 	})
 	if err != nil {

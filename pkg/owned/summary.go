@@ -74,6 +74,10 @@ type Summary struct {
 
 	// Replicas is a Deployment's spec.replicas.
 	Replicas *int32 `json:"replicas,omitempty"`
+	// Selector is a Deployment's spec.selector: a Deployment that selects
+	// pods otherwise than the operator's would (the Operator SDK
+	// tutorial's, for one) is replaced, as the selector cannot change.
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 	// Status is a Deployment's status; empty for other kinds.
 	Status appsv1.DeploymentStatus `json:"status,omitempty"`
 	// Ports are a Service's spec.ports.
@@ -109,6 +113,7 @@ func Observed(obj client.Object) (*Summary, error) {
 	case *appsv1.Deployment:
 		s.TypeMeta = metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: string(KindDeployment)}
 		s.Replicas = o.Spec.Replicas
+		s.Selector = o.Spec.Selector
 		s.Status = o.Status
 	case *corev1.Service:
 		s.TypeMeta = metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: string(KindService)}

@@ -31,6 +31,10 @@ type Observation struct {
 	// exists that the Memcached does not control. The operator leaves such
 	// objects alone.
 	NotOwned []owned.Kind
+	// Replacing says where the replacement of a Deployment that selects the
+	// pods otherwise stands, while the operator replaces one; see also
+	// Replacing().
+	Replacing string
 	// Secret is why a Secret the Memcached names cannot be used, if one
 	// cannot; the operator then holds the Deployment as it is.
 	Secret *SecretProblem
@@ -175,6 +179,7 @@ type rollout int
 const (
 	rolloutPending rollout = iota // no Deployment observed yet
 	rolloutInProgress
+	rolloutReplacing // a Deployment that selects the pods otherwise is being replaced
 	rolloutComplete
 	rolloutStalled
 	rolloutBlocked // the Deployment is not ours, or the apiserver refuses ours
@@ -190,6 +195,8 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) (rollout, string) {
 		return rolloutBlocked, fmt.Sprintf("The apiserver refused %v", obs.ApplyError)
 	case len(obs.NotOwned) > 0:
 		return rolloutBlocked, notOwnedMessage(obs.NotOwned[0], m.Name)
+	case obs.Replacing != "":
+		return rolloutReplacing, obs.Replacing
 	case obs.Deployment == nil:
 		return rolloutPending, fmt.Sprintf("Waiting for Deployment %s to be created", m.Name)
 	}
@@ -271,10 +278,16 @@ func Reconciling(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 
 func rolloutCondition(conditionType string, m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 	r, msg := rolloutOf(m, obs)
+	if (r == rolloutPending || r == rolloutInProgress) && wasReplacing(m) {
+		// The new Deployment is rolling the replaced one's pods over.
+		r = rolloutReplacing
+	}
 	c := metav1.Condition{Type: conditionType, Message: msg}
 	switch r {
 	case rolloutPending, rolloutInProgress:
 		c.Status, c.Reason = metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut
+	case rolloutReplacing:
+		c.Status, c.Reason = metav1.ConditionTrue, cachev1alpha1.ReasonReplacingDeployment
 	case rolloutComplete:
 		c.Status, c.Reason = metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete
 	case rolloutStalled:
@@ -283,6 +296,13 @@ func rolloutCondition(conditionType string, m *cachev1alpha1.Memcached, obs Obse
 		c.Status, c.Reason = metav1.ConditionFalse, blockedReason(obs)
 	}
 	return c
+}
+
+// wasReplacing tells whether m's last status said a Deployment was being
+// replaced.
+func wasReplacing(m *cachev1alpha1.Memcached) bool {
+	c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionProgressing)
+	return c != nil && c.Reason == cachev1alpha1.ReasonReplacingDeployment
 }
 
 // Degraded is True when the cache cannot reach its desired state by itself.

@@ -115,6 +115,33 @@ func TestProgressing(t *testing.T) {
 	})
 }
 
+// replacing is a Memcached whose last status said its Deployment was
+// being replaced.
+func replacing(size int32) *cachev1alpha1.Memcached {
+	m := mc(size)
+	m.Status.Conditions = []metav1.Condition{{Type: cachev1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: cachev1alpha1.ReasonReplacingDeployment}}
+	return m
+}
+
+// A replacement is told from its first step until the new Deployment has
+// rolled the replaced one's pods over.
+func TestReplacing(t *testing.T) {
+	replaced := Observation{Deployment: complete, Replacing: "Deployment cache selects pods by a=b, not by this Memcached's own labels: replacing it"}
+	runConditionCases(t, Progressing, cachev1alpha1.ConditionProgressing, []conditionCase{
+		{"the replaced Deployment", mc(3), replaced, metav1.ConditionTrue, cachev1alpha1.ReasonReplacingDeployment},
+		{"the new Deployment not yet made", replacing(3), Observation{}, metav1.ConditionTrue, cachev1alpha1.ReasonReplacingDeployment},
+		{"the new Deployment rolling the old pods over", replacing(3), Observation{Deployment: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonReplacingDeployment},
+		{"done", replacing(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
+		{"a rollout without a replacement", mc(3), Observation{Deployment: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
+	})
+	runConditionCases(t, Available, cachev1alpha1.ConditionAvailable, []conditionCase{
+		{"the replaced Deployment's pods serve", mc(3), replaced, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
+	})
+	runConditionCases(t, Degraded, cachev1alpha1.ConditionDegraded, []conditionCase{
+		{"a replacement is no fault", mc(3), replaced, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
+	})
+}
+
 func TestDegraded(t *testing.T) {
 	runConditionCases(t, Degraded, cachev1alpha1.ConditionDegraded, []conditionCase{
 		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},

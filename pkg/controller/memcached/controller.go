@@ -45,6 +45,10 @@ const deploymentReportTimeout = 30 * time.Second
 // its removal raises no event.
 const foreignRecheckInterval = 30 * time.Second
 
+// replaceRecheckInterval is how often a Memcached whose Deployment is being
+// replaced is looked at again, until the replaced Deployment is gone.
+const replaceRecheckInterval = time.Second
+
 // errMemcachedGone: the Memcached was deleted after the cache last saw it,
 // or its namespace is being deleted.
 var errMemcachedGone = errors.New("the Memcached is gone or going")
@@ -80,6 +84,11 @@ type Reconciler struct {
 	// Secrets follows the Secrets that Memcacheds name in spec.tls and
 	// spec.auth.
 	Secrets *secrets.Watcher
+	// ReplacedManagers are the field managers of the operator this one
+	// replaces (the Operator SDK tutorial's binary is "manager"): when the
+	// operator replaces a Deployment it did not make, their Update entries
+	// in the Memcached's status become the operator's.
+	ReplacedManagers []string
 	// ServiceMonitors: the cluster serves the Prometheus Operator's
 	// ServiceMonitors, so a Memcached with monitoring gets one.
 	ServiceMonitors bool
@@ -87,9 +96,10 @@ type Reconciler struct {
 	Now func() time.Time
 }
 
-// +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds/status,verbs=get;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=list;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;patch;delete
@@ -126,7 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if wait := reportPending(obs.Deployment, changed, r.now()); wait > 0 {
+	if wait := reportPending(obs.Deployment, changed, r.now()); wait > 0 && obs.Replacing == "" {
 		// Anything written to the status now would be stale within
 		// milliseconds: the Deployment controller is about to report on the
 		// change, and that report reconciles this Memcached again. Until
@@ -144,6 +154,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	switch {
+	case obs.Replacing != "":
+		// The replaced Deployment is outside the store: its changes raise
+		// no event.
+		return reconcile.Result{RequeueAfter: replaceRecheckInterval}, nil
 	case len(obs.NotOwned) > 0:
 		return reconcile.Result{RequeueAfter: foreignRecheckInterval}, nil
 	case obs.ApplyError != nil:
@@ -159,7 +173,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // created or changed.
 func (r *Reconciler) reconcileObjects(ctx context.Context, m *cachev1alpha1.Memcached, mounted mountedSecrets) (status.Observation, bool, error) {
 	obs := status.Observation{Image: r.Images.Image(m), Secret: mounted.problem}
-	var err error
 	var reports []report
 	s := &scope{r: r, m: m}
 	defer func() { recordReports(r, m, reports) }()
@@ -173,13 +186,18 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, m *cachev1alpha1.Memc
 		reports = append(reports, out.report)
 	}
 
-	var dep outcome
-	if mounted.problem == nil {
-		dep, err = ensure(ctx, s, deployments, desired.Deployment(m, r.Images, mounted.digests))
-	} else {
+	current, dep, err := find(ctx, s, deployments)
+	switch {
+	case err != nil || dep.notOwned:
+	case current != nil && !selectsOwnPods(current, m):
+		obs.Replacing, err = r.replace(ctx, s, current)
+		dep.obj = current
+	case mounted.problem != nil:
 		// Pods that cannot mount what they need would never start: the
 		// Deployment stays as it is, serving, until the Secret is fixed.
-		dep, err = hold(ctx, s, deployments)
+		dep.obj = current
+	default:
+		dep, err = update(ctx, s, deployments, current, desired.Deployment(m, r.Images, mounted.digests))
 	}
 	if err != nil {
 		return obs, false, err

@@ -121,13 +121,19 @@ func (s *scope) mayCreate(ctx context.Context) error {
 // control. It records an event at once for a foreign object and for
 // restored drift; what else it changed is in the outcome's report.
 func ensure[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, s *scope, k ownedKind[T, A], want A) (outcome, error) {
-	r, m := s.r, s.m
-	log := ctrl.LoggerFrom(ctx)
-
 	current, out, err := find(ctx, s, k)
 	if err != nil || out.notOwned {
 		return out, err
 	}
+	return update(ctx, s, k, current, want)
+}
+
+// update applies want over current, the Memcached's object of kind k (nil
+// when there is none), when what FieldManager owns of it differs.
+func update[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, s *scope, k ownedKind[T, A], current *owned.Summary, want A) (outcome, error) {
+	r, m := s.r, s.m
+	log := ctrl.LoggerFrom(ctx)
+	var out outcome
 
 	var lostTo []string
 	if current != nil {
@@ -148,7 +154,7 @@ func ensure[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, 
 	}
 
 	log.Info("Applying object", "kind", k.kind, "object", klog.KObj(m))
-	err = r.Client.Apply(ctx, want, client.FieldOwner(owned.FieldManager), client.ForceOwnership)
+	err := r.Client.Apply(ctx, want, client.FieldOwner(owned.FieldManager), client.ForceOwnership)
 	switch {
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		// The namespace is going away, and the Memcached with it: nothing
@@ -183,16 +189,6 @@ func ensure[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, 
 	}
 	out.report = describe(m, k.kind, current, applied, len(lostTo) > 0)
 	return out, nil
-}
-
-// hold leaves the Memcached's object of kind k as it is, and observes it
-// as ensure does.
-func hold[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, s *scope, k ownedKind[T, A]) (outcome, error) {
-	current, out, err := find(ctx, s, k)
-	if err == nil && !out.notOwned {
-		out.obj = current
-	}
-	return out, err
 }
 
 // find looks up the object of kind k with the Memcached's name. One the

@@ -21,6 +21,10 @@ import (
 	"github.com/example/memcached-operator/pkg/secrets"
 )
 
+// DefaultReplacedManagers is the field manager of the Operator SDK
+// tutorial's operator: its binary's name.
+const DefaultReplacedManagers = "manager"
+
 // Options configure the controller.
 type Options struct {
 	// Images are the images of Memcacheds whose spec names none.
@@ -30,6 +34,9 @@ type Options struct {
 	WatchNamespaces []string
 	// MaxConcurrentReconciles is the number of Memcacheds reconciled at once.
 	MaxConcurrentReconciles int
+	// ReplacedManagers are the field managers of the operator this one
+	// replaces (see Reconciler.ReplacedManagers).
+	ReplacedManagers []string
 	// SyncPeriod is how often every Memcached is reconciled again, though
 	// nothing changed (0: never): the resync period of the store of owned
 	// objects, whose events reconcile their Memcached, and of the manager's
@@ -71,7 +78,8 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Recorder:        mgr.GetEventRecorder("memcached-operator"),
 		Images:          o.Images,
 		ServiceMonitors: serviceMonitors,
-		Secrets:         watcher,
+		Secrets:          watcher,
+		ReplacedManagers: o.ReplacedManagers,
 	}
 	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}, queue.source())
 }

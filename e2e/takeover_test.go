@@ -1,0 +1,157 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/tutorial"
+	"github.com/example/memcached-operator/pkg/desired"
+)
+
+// servingPods are the addresses of the ready pods, not being deleted, of
+// the ReplicaSets named after the Deployment name: the tutorial's and, after
+// the takeover, the operator's.
+func servingPods(pods []corev1.Pod, name string) []string {
+	var out []string
+	for _, p := range pods {
+		ref := metav1.GetControllerOf(&p)
+		if ref == nil || ref.Kind != "ReplicaSet" || !strings.HasPrefix(ref.Name, name+"-") || p.DeletionTimestamp != nil || p.Status.PodIP == "" {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				out = append(out, p.Status.PodIP)
+			}
+		}
+	}
+	return out
+}
+
+// A Memcached served by the tutorial's operator on the real node (its
+// finalizer, its Deployment, its status by Update) is taken over by this
+// operator while a client stores and reads a value on every ready pod of
+// the Memcached, old and new, every 100 ms: never fewer than size pods
+// answer, and none refuses.
+func TestTakeOverKeepsServing(t *testing.T) {
+	var ns string
+	const size = 2
+	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "tutorial"} }
+	f := features.New("taking over from the tutorial's operator keeps the cache serving").WithLabel("needs", "containers").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			ns = namespace(t, cfg, "takeover")
+			// The tutorial's era: this operator is not running.
+			g.Expect(operator.Stop()).To(Succeed())
+			t.Cleanup(func() {
+				if operator.Exited() { // the story failed before restarting it
+					if op, err := runOperator(cfg); err == nil {
+						operator = op
+					}
+				}
+			})
+			spec := onRealNode(size)
+			m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key().Name}, Spec: spec}
+			g.Expect(c.Create(ctx, m)).To(Succeed())
+			g.Expect(c.Get(ctx, key(), m)).To(Succeed())
+			image, _ := memcachedImages()
+			d := tutorial.Deployment(m, image)
+			// Placed on the real node like every pod of these stories, and
+			// with "-m 64": memcached 1.6 reads the tutorial's "-m=64" as
+			// 0 MiB and exits.
+			podOnRealNode(&d.Spec.Template.Spec)
+			d.Spec.Template.Spec.Containers[0].Command = []string{"memcached", "-m", "64", "-o", "modern", "-v"}
+			g.Expect(tutorial.ReconcileWith(ctx, c, m, d)).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				pods := &corev1.PodList{}
+				g.Expect(c.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+				g.Expect(servingPods(pods.Items, key().Name)).To(HaveLen(size))
+			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+			return ctx
+		}).
+		Assess("size pods answer throughout, none refuses", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			var mu sync.Mutex
+			var samples []int
+			var refusals []string
+			probeCtx, stop := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for i := 0; probeCtx.Err() == nil; i++ {
+					pods := &corev1.PodList{}
+					if err := c.List(probeCtx, pods, client.InNamespace(ns)); err != nil {
+						continue
+					}
+					n := 0
+					for _, ip := range servingPods(pods.Items, key().Name) {
+						value := strconv.Itoa(i)
+						out, err := session{}.run(net.JoinHostPort(ip, "11211"),
+							fmt.Sprintf("set k 0 0 %d", len(value)), value, "get k")
+						if err == nil && strings.HasPrefix(out, "STORED\r\nVALUE k 0 "+strconv.Itoa(len(value))+"\r\n"+value+"\r\n") {
+							n++
+							continue
+						}
+						mu.Lock()
+						refusals = append(refusals, fmt.Sprintf("%s: %q %v", ip, out, err))
+						mu.Unlock()
+					}
+					mu.Lock()
+					samples = append(samples, n)
+					mu.Unlock()
+					time.Sleep(100 * time.Millisecond)
+				}
+			}()
+			time.Sleep(3 * time.Second)
+
+			op, err := runOperator(cfg)
+			g.Expect(err).NotTo(HaveOccurred())
+			operator = op
+			start := time.Now()
+			_, d := converged(t, c, key(), size)
+			g.Eventually(func(g Gomega) {
+				_, d = converged(t, c, key(), size)
+				g.Expect(d.Status.Replicas).To(Equal(int32(size)), "no pod of the replaced Deployment left")
+				pods := &corev1.PodList{}
+				g.Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(desired.SelectorLabels(mustGet(t, c, key()))))).To(Succeed())
+				g.Expect(pods.Items).To(HaveLen(size))
+			}).WithTimeout(2 * timeout).WithPolling(time.Second).Should(Succeed())
+			t.Logf("takeover of %d pods took %s", size, time.Since(start).Round(time.Second))
+			g.Expect(d.Spec.Selector.MatchLabels).To(Equal(desired.SelectorLabels(mustGet(t, c, key()))))
+			time.Sleep(2 * time.Second)
+			stop()
+			<-done
+
+			mu.Lock()
+			defer mu.Unlock()
+			lowest, highest := size, 0
+			for _, n := range samples {
+				lowest, highest = min(lowest, n), max(highest, n)
+			}
+			t.Logf("%d samples, %d to %d pods answering, %d refusals", len(samples), lowest, highest, len(refusals))
+			g.Expect(len(samples)).To(BeNumerically(">", 30), "sampled throughout")
+			g.Expect(refusals).To(BeEmpty(), "no ready pod refused a client")
+			g.Expect(lowest).To(BeNumerically(">=", size), "never fewer than size pods serving")
+
+			m := mustGet(t, c, key())
+			g.Expect(m.Finalizers).NotTo(ContainElement(tutorial.Finalizer))
+			return ctx
+		}).
+		Feature()
+	testenv.Test(t, f)
+}

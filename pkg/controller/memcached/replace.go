@@ -1,0 +1,172 @@
+package memcached
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"k8s.io/client-go/util/csaupgrade"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/owned"
+)
+
+// A Memcached may control a Deployment that the operator did not make, or
+// made with another selector: the Operator SDK tutorial's operator, which
+// this one replaces, selects pods by labels every one of its Memcacheds
+// shares. A selector cannot change, so such a Deployment is replaced, without
+// a moment with fewer ready pods than its replicas:
+//
+//  1. it is paused, so that its controller makes no new ReplicaSet;
+//  2. once its controller has seen that, its ReplicaSets are given the
+//     operator's labels for the Memcached: its controller releases them, and
+//     no other Deployment selecting the old labels (the tutorial's other
+//     Memcacheds in the namespace) can adopt them; their pods keep running;
+//  3. it is deleted, orphaning what it still owns;
+//  4. the operator's Deployment is applied as for any Memcached: its
+//     controller adopts the released ReplicaSets (their labels match its
+//     selector) and rolls their pods over to new ones the way every change
+//     rolls (one extra pod at a time, none removed before its replacement
+//     is ready).
+//
+// With step 1, the field managers the tutorial wrote the Memcached's status
+// with (Update) are folded into the operator's status manager, so that no
+// stale owner keeps a condition the operator manages, and the tutorial's
+// finalizer, which nothing would remove any more, is removed.
+
+// TutorialFinalizer is the finalizer the Operator SDK tutorial's operator
+// puts on every Memcached.
+const TutorialFinalizer = "cache.example.com/finalizer"
+
+// eventReplacing is the event reason of a replacement.
+const eventReplacing = "ReplacingDeployment"
+
+// selectsOwnPods tells whether d selects pods as the operator's Deployment
+// for m does.
+func selectsOwnPods(d *owned.Summary, m *cachev1alpha1.Memcached) bool {
+	sel := d.Selector
+	return sel != nil && len(sel.MatchExpressions) == 0 && maps.Equal(sel.MatchLabels, desired.SelectorLabels(m))
+}
+
+// replace takes one step of replacing old, m's Deployment that selects pods
+// otherwise, and says where the replacement stands.
+func (r *Reconciler) replace(ctx context.Context, s *scope, old *owned.Summary) (string, error) {
+	m := s.m
+	log := ctrl.LoggerFrom(ctx).WithValues("deployment", klog.KObj(old))
+	live := &appsv1.Deployment{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(old), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Gone since it was looked up: the next reconcile makes the new one.
+			return fmt.Sprintf("Deployment %s is deleted; the new one is made next", old.Name), nil
+		}
+		return "", fmt.Errorf("getting Deployment %s: %w", old.Name, err)
+	}
+	selector := metav1.FormatLabelSelector(live.Spec.Selector)
+	replicas := int32(1)
+	if live.Spec.Replicas != nil {
+		replicas = *live.Spec.Replicas
+	}
+	note := fmt.Sprintf("Deployment %s selects pods by %s, not by this Memcached's own labels: replacing it; its %d ready pods serve until as many new ones are ready",
+		live.Name, selector, live.Status.ReadyReplicas)
+
+	if !live.Spec.Paused {
+		if err := r.adoptFieldManagers(ctx, m); err != nil {
+			return "", err
+		}
+		log.Info("Pausing a Deployment to replace it", "selector", selector)
+		pause := appsv1ac.Deployment(live.Name, live.Namespace).WithUID(live.UID).
+			WithSpec(appsv1ac.DeploymentSpec().WithPaused(true))
+		if err := r.Client.Apply(ctx, pause, client.FieldOwner(owned.FieldManager), client.ForceOwnership); err != nil {
+			return "", fmt.Errorf("pausing Deployment %s: %w", live.Name, err)
+		}
+		appliesSent.WithLabelValues(string(owned.KindDeployment)).Inc()
+		r.Recorder.Eventf(m, live, corev1.EventTypeNormal, eventReplacing, "Replace", "%s", note)
+		return note, nil
+	}
+	if live.Status.ObservedGeneration < live.Generation {
+		// Its controller has not seen the pause yet: releasing its
+		// ReplicaSets now would make it create a new one.
+		return note, nil
+	}
+
+	replicaSets, err := r.ownedReplicaSets(ctx, live)
+	if err != nil {
+		return "", err
+	}
+	for _, rs := range replicaSets {
+		log.Info("Giving a ReplicaSet this Memcached's labels", "replicaSet", klog.KObj(&rs))
+		relabel := appsv1ac.ReplicaSet(rs.Name, rs.Namespace).WithUID(rs.UID).WithLabels(desired.Labels(m))
+		if err := r.Client.Apply(ctx, relabel, client.FieldOwner(owned.FieldManager), client.ForceOwnership); err != nil {
+			return "", fmt.Errorf("labelling ReplicaSet %s: %w", rs.Name, err)
+		}
+	}
+	log.Info("Deleting the replaced Deployment, orphaning its ReplicaSets", "replicaSets", len(replicaSets))
+	uid := live.UID
+	err = r.Client.Delete(ctx, live, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationOrphan))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("deleting Deployment %s: %w", live.Name, err)
+	}
+	return fmt.Sprintf("Deployment %s, which selected pods by %s, is deleted; its %d pods serve until the new Deployment has replaced them", live.Name, selector, replicas), nil
+}
+
+// ownedReplicaSets are the ReplicaSets d controls.
+func (r *Reconciler) ownedReplicaSets(ctx context.Context, d *appsv1.Deployment) ([]appsv1.ReplicaSet, error) {
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("the selector of Deployment %s: %w", d.Name, err)
+	}
+	list := &appsv1.ReplicaSetList{}
+	if err := r.APIReader.List(ctx, list, client.InNamespace(d.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, fmt.Errorf("listing the ReplicaSets of Deployment %s: %w", d.Name, err)
+	}
+	return slices.DeleteFunc(list.Items, func(rs appsv1.ReplicaSet) bool { return !metav1.IsControlledBy(&rs, d) }), nil
+}
+
+// adoptFieldManagers folds the Update field managers r.ReplacedManagers
+// of m's status into the operator's status manager, and removes the
+// tutorial's finalizer. It reads m from the apiserver: the cache keeps no
+// other manager's entries.
+func (r *Reconciler) adoptFieldManagers(ctx context.Context, m *cachev1alpha1.Memcached) error {
+	live := &cachev1alpha1.Memcached{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(r.ReplacedManagers...), owned.StatusFieldManager, csaupgrade.Subresource("status"))
+	if err != nil {
+		return fmt.Errorf("upgrading the field managers of Memcached %s: %w", m.Name, err)
+	}
+	if patch != nil {
+		ctrl.LoggerFrom(ctx).Info("Folding the replaced operator's status field managers into the operator's", "managers", r.ReplacedManagers)
+		if err := r.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+			return fmt.Errorf("upgrading the field managers of Memcached %s: %w", m.Name, err)
+		}
+	}
+	if i := slices.Index(live.Finalizers, TutorialFinalizer); i >= 0 {
+		ctrl.LoggerFrom(ctx).Info("Removing the replaced operator's finalizer", "finalizer", TutorialFinalizer)
+		path := fmt.Sprintf("/metadata/finalizers/%d", i)
+		remove, err := json.Marshal([]map[string]any{
+			{"op": "test", "path": path, "value": TutorialFinalizer},
+			{"op": "remove", "path": path},
+		})
+		if err != nil {
+			return err
+		}
+		if err := r.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, remove)); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+	return nil
+}
