@@ -72,12 +72,12 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("adding the Secret watcher: %w", err)
 	}
 	r := &Reconciler{
-		Client:          mgr.GetClient(),
-		APIReader:       mgr.GetAPIReader(),
-		Owned:           store,
-		Recorder:        mgr.GetEventRecorder("memcached-operator"),
-		Images:          o.Images,
-		ServiceMonitors: serviceMonitors,
+		Client:           mgr.GetClient(),
+		APIReader:        mgr.GetAPIReader(),
+		Owned:            store,
+		Recorder:         mgr.GetEventRecorder("memcached-operator"),
+		Images:           o.Images,
+		ServiceMonitors:  serviceMonitors,
 		Secrets:          watcher,
 		ReplacedManagers: o.ReplacedManagers,
 	}
