@@ -13,7 +13,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -123,16 +125,20 @@ func TestTakeOverKeepsServing(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			operator = op
 			start := time.Now()
-			_, d := converged(t, c, key(), size)
 			g.Eventually(func(g Gomega) {
-				_, d = converged(t, c, key(), size)
+				m := &cachev1alpha1.Memcached{}
+				g.Expect(c.Get(ctx, key(), m)).To(Succeed())
+				g.Expect(m.Status.ObservedGeneration).To(Equal(m.Generation))
+				g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue())
+				g.Expect(meta.IsStatusConditionFalse(m.Status.Conditions, cachev1alpha1.ConditionProgressing)).To(BeTrue())
+				d := &appsv1.Deployment{}
+				g.Expect(c.Get(ctx, key(), d)).To(Succeed())
+				g.Expect(d.Spec.Selector.MatchLabels).To(Equal(desired.SelectorLabels(m)))
 				g.Expect(d.Status.Replicas).To(Equal(int32(size)), "no pod of the replaced Deployment left")
-				pods := &corev1.PodList{}
-				g.Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(desired.SelectorLabels(mustGet(t, c, key()))))).To(Succeed())
-				g.Expect(pods.Items).To(HaveLen(size))
+				g.Expect(d.Status.UpdatedReplicas).To(Equal(int32(size)))
+				g.Expect(d.Status.ReadyReplicas).To(Equal(int32(size)))
 			}).WithTimeout(2 * timeout).WithPolling(time.Second).Should(Succeed())
 			t.Logf("takeover of %d pods took %s", size, time.Since(start).Round(time.Second))
-			g.Expect(d.Spec.Selector.MatchLabels).To(Equal(desired.SelectorLabels(mustGet(t, c, key()))))
 			time.Sleep(2 * time.Second)
 			stop()
 			<-done
