@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
@@ -34,7 +35,7 @@ func replaceCRDWithTutorials(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	deleteCRD := func() {
-		if out, err := kubectl(t, nil, "delete", "crd", "memcacheds.cache.example.com", "--ignore-not-found", "--wait=true"); err != nil {
+		if out, err := kubectl(t, nil, "delete", "crd", "memcacheds.cache.example.com", "--ignore-not-found", "--wait=true", "--timeout=120s"); err != nil {
 			t.Fatalf("deleting the CRD: %v\n%s", err, out)
 		}
 	}
@@ -50,6 +51,16 @@ func replaceCRDWithTutorials(t *testing.T) {
 		return k8s.List(ctx, &cachev1alpha1.MemcachedList{}, client.InNamespace("default"))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	t.Cleanup(func() {
+		// A failed takeover may leave the tutorial's finalizer, which
+		// would hold the CRD's deletion.
+		list := &cachev1alpha1.MemcachedList{}
+		if err := k8s.List(ctx, list); err == nil {
+			for i := range list.Items {
+				if len(list.Items[i].Finalizers) > 0 {
+					_ = k8s.Patch(ctx, &list.Items[i], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+				}
+			}
+		}
 		deleteCRD()
 		install(t, "default")
 	})
@@ -120,8 +131,20 @@ func TestTakeOverFromTheTutorialOperator(t *testing.T) {
 	g.Expect(k8s.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(tutorial.Labels(image)))).To(Succeed())
 	g.Expect(pods.Items).To(HaveLen(3), "the tutorial's defect: each Deployment's selector matches the other's pods too")
 
+	// A third Memcached whose Deployment, made by the same field manager,
+	// already selects its pods as this operator does: adopted in place.
+	manifest := fmt.Sprintf("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: matching, namespace: %s}\nspec: {size: 1, containerPort: 11211}\n", ns)
+	out, err := kubectl(t, []byte(manifest), "apply", "-f", "-")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	matching := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "matching"}}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(matching), matching)).To(Succeed())
+	inPlace := tutorial.Deployment(matching, image)
+	inPlace.Spec.Selector.MatchLabels = desired.SelectorLabels(matching)
+	inPlace.Spec.Template.Labels = desired.SelectorLabels(matching)
+	g.Expect(tutorial.ReconcileWith(ctx, k8s, matching, inPlace)).To(Succeed())
+
 	// This project's CRD replaces the tutorial's, as docs/migrating.md says.
-	out, err := kubectl(t, nil, "apply", "--server-side", "--force-conflicts", "--field-manager=installer", "-f", repo.Path("manifests", "crd", "bases", "cache.example.com_memcacheds.yaml"))
+	out, err = kubectl(t, nil, "apply", "--server-side", "--force-conflicts", "--field-manager=installer", "-f", repo.Path("manifests", "crd", "bases", "cache.example.com_memcacheds.yaml"))
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	install(t, "default")
 	out, err = kubectl(t, nil, "get", "memcached", "-n", ns, "-o", "wide")
@@ -227,6 +250,23 @@ func TestTakeOverFromTheTutorialOperator(t *testing.T) {
 			}
 		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	}
+
+	// The matching Deployment is adopted in place: one rollout (its
+	// generation grows by one), the tutorial's field manager folded into
+	// the operator's.
+	g.Eventually(func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(matching), d)).To(Succeed())
+		g.Expect(d.UID).To(Equal(inPlace.UID), "the same Deployment")
+		g.Expect(d.Generation).To(Equal(inPlace.Generation+1), "one rollout")
+		g.Expect(d.Status.UpdatedReplicas).To(Equal(int32(1)))
+		for _, e := range d.ManagedFields {
+			g.Expect(e.Manager).NotTo(Equal(tutorial.FieldManager))
+		}
+		m := &cachev1alpha1.Memcached{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(matching), m)).To(Succeed())
+		g.Expect(m.Finalizers).NotTo(ContainElement(tutorial.Finalizer))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 
 	// kubectl scale takes effect.
 	out, err = kubectl(t, nil, "scale", "-n", ns, "memcached/small", "--replicas=3")

@@ -197,7 +197,16 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, m *cachev1alpha1.Memc
 		// Deployment stays as it is, serving, until the Secret is fixed.
 		dep.obj = current
 	default:
-		dep, err = update(ctx, s, deployments, current, desired.Deployment(m, r.Images, mounted.digests))
+		if current != nil && current.LastApplied() == nil {
+			// Adopted in place: the Memcached's status and finalizer
+			// are taken over as in a replacement.
+			if err = r.adoptFieldManagers(ctx, m); err == nil {
+				err = r.adoptDeploymentManagers(ctx, current)
+			}
+		}
+		if err == nil {
+			dep, err = update(ctx, s, deployments, current, desired.Deployment(m, r.Images, mounted.digests))
+		}
 	}
 	if err != nil {
 		return obs, false, err

@@ -122,6 +122,27 @@ func (r *Reconciler) replace(ctx context.Context, s *scope, old *owned.Summary) 
 	return fmt.Sprintf("Deployment %s, which selected pods by %s, is deleted; its %d pods serve until the new Deployment has replaced them", live.Name, selector, replicas), nil
 }
 
+// adoptDeploymentManagers folds the Update field managers
+// r.ReplacedManagers of d, m's Deployment that selects its pods as the
+// operator does but that the operator never applied, into the operator's
+// field manager, before the operator's first apply: the Deployment is
+// adopted in place (one rollout at most, when the pod template differs).
+func (r *Reconciler) adoptDeploymentManagers(ctx context.Context, d *owned.Summary) error {
+	live := &appsv1.Deployment{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(d), live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(r.ReplacedManagers...), owned.FieldManager)
+	if err != nil || patch == nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("Folding the replaced operator's field managers of a Deployment into the operator's", "managers", r.ReplacedManagers)
+	if err := r.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return fmt.Errorf("upgrading the field managers of Deployment %s: %w", d.Name, err)
+	}
+	return nil
+}
+
 // ownedReplicaSets are the ReplicaSets d controls.
 func (r *Reconciler) ownedReplicaSets(ctx context.Context, d *appsv1.Deployment) ([]appsv1.ReplicaSet, error) {
 	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
