@@ -143,6 +143,14 @@ func TestTakeOverFromTheTutorialOperator(t *testing.T) {
 	inPlace.Spec.Template.Labels = desired.SelectorLabels(matching)
 	g.Expect(tutorial.ReconcileWith(ctx, k8s, matching, inPlace)).To(Succeed())
 
+	// A Memcached the tutorial admitted and this project's CRD would not
+	// (a dot in its name: it cannot name a Service).
+	manifest = fmt.Sprintf("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: cache.v1, namespace: %s}\nspec: {size: 1, containerPort: 11211}\n", ns)
+	out, err = kubectl(t, []byte(manifest), "apply", "-f", "-")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	_, err = tutorial.Reconcile(ctx, k8s, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache.v1"}}, image)
+	g.Expect(err).NotTo(HaveOccurred())
+
 	// This project's CRD replaces the tutorial's, as docs/migrating.md says.
 	out, err = kubectl(t, nil, "apply", "--server-side", "--force-conflicts", "--field-manager=installer", "-f", repo.Path("manifests", "crd", "bases", "cache.example.com_memcacheds.yaml"))
 	g.Expect(err).NotTo(HaveOccurred(), out)
@@ -266,6 +274,19 @@ func TestTakeOverFromTheTutorialOperator(t *testing.T) {
 		m := &cachev1alpha1.Memcached{}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(matching), m)).To(Succeed())
 		g.Expect(m.Finalizers).NotTo(ContainElement(tutorial.Finalizer))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	// The Memcached the new schema would refuse stays, is served, and
+	// reports what cannot be made for it.
+	g.Eventually(func(g Gomega) {
+		m := &cachev1alpha1.Memcached{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cache.v1"}, m)).To(Succeed())
+		c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionDegraded)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonApplyFailed))
+		g.Expect(c.Message).To(ContainSubstring("Service"))
+		g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue(), "its pods serve")
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 
 	// kubectl scale takes effect.

@@ -399,8 +399,13 @@ type ServiceStatus struct {
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.status.image`,priority=1
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.service.address`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: it is used as a label value and a DNS label"
-// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lowercase letter and hold only lowercase letters, digits and '-' (no dots): it names the Memcached's Service, so it must be a DNS-1035 label"
+//
+// The name rules hold on creation only (names never change): a Memcached
+// stored before this CRD replaced another one's stays writable, and the
+// operator reports what cannot be made for it.
+//
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || size(self.metadata.name) <= 63",optionalOldSelf=true,message="metadata.name must be at most 63 characters: it is used as a label value and a DNS label"
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",optionalOldSelf=true,message="metadata.name must start with a lowercase letter and hold only lowercase letters, digits and '-' (no dots): it names the Memcached's Service, so it must be a DNS-1035 label"
 type Memcached struct {
 	metav1.TypeMeta `json:",inline"`
 
