@@ -31,6 +31,10 @@ import (
 // with apply.
 //
 // Memcached runs a memcached cache as a Deployment.
+//
+// The name rules hold on creation only (names never change): a Memcached
+// stored before this CRD replaced another one's stays writable, and the
+// operator reports what cannot be made for it.
 type MemcachedApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration `json:""`
 	// metadata is the object's metadata.
