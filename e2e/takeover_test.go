@@ -26,25 +26,6 @@ import (
 	"github.com/example/memcached-operator/pkg/desired"
 )
 
-// servingPods are the addresses of the ready pods, not being deleted, of
-// the ReplicaSets named after the Deployment name: the tutorial's and, after
-// the takeover, the operator's.
-func servingPods(pods []corev1.Pod, name string) []string {
-	var out []string
-	for _, p := range pods {
-		ref := metav1.GetControllerOf(&p)
-		if ref == nil || ref.Kind != "ReplicaSet" || !strings.HasPrefix(ref.Name, name+"-") || p.DeletionTimestamp != nil || p.Status.PodIP == "" {
-			continue
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				out = append(out, p.Status.PodIP)
-			}
-		}
-	}
-	return out
-}
-
 // A Memcached served by the tutorial's operator on the real node (its
 // finalizer, its Deployment, its status by Update) is taken over by this
 // operator while a client stores and reads a value on every ready pod of
@@ -82,7 +63,7 @@ func TestTakeOverKeepsServing(t *testing.T) {
 			g.Eventually(func(g Gomega) {
 				pods := &corev1.PodList{}
 				g.Expect(c.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
-				g.Expect(servingPods(pods.Items, key().Name)).To(HaveLen(size))
+				g.Expect(tutorial.ReadyPods(pods.Items, key().Name)).To(HaveLen(size))
 			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 			return ctx
 		}).
@@ -101,7 +82,8 @@ func TestTakeOverKeepsServing(t *testing.T) {
 						continue
 					}
 					n := 0
-					for _, ip := range servingPods(pods.Items, key().Name) {
+					for _, p := range tutorial.ReadyPods(pods.Items, key().Name) {
+						ip := p.Status.PodIP
 						value := strconv.Itoa(i)
 						out, err := session{}.run(net.JoinHostPort(ip, "11211"),
 							fmt.Sprintf("set k 0 0 %d", len(value)), value, "get k")

@@ -5,7 +5,6 @@ package manifests_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -64,24 +63,6 @@ func replaceCRDWithTutorials(t *testing.T) {
 		deleteCRD()
 		install(t, "default")
 	})
-}
-
-// readyPodsOf counts the ready pods that serve m, whoever made them: the
-// pods of ReplicaSets named after m's Deployment, not being deleted.
-func readyPodsOf(pods []corev1.Pod, name string) int {
-	n := 0
-	for _, p := range pods {
-		ref := metav1.GetControllerOf(&p)
-		if ref == nil || ref.Kind != "ReplicaSet" || !strings.HasPrefix(ref.Name, name+"-") || p.DeletionTimestamp != nil {
-			continue
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 // Two Memcacheds served by the Operator SDK tutorial's operator (its CRD,
@@ -174,7 +155,7 @@ func TestTakeOverFromTheTutorialOperator(t *testing.T) {
 			if err := k8s.List(sampleCtx, list, client.InNamespace(ns)); err == nil {
 				mu.Lock()
 				for name := range sizes {
-					n := readyPodsOf(list.Items, name)
+					n := len(tutorial.ReadyPods(list.Items, name))
 					if l, ok := lowest[name]; !ok || n < l {
 						lowest[name] = n
 					}

@@ -131,3 +131,22 @@ func ReconcileWith(ctx context.Context, c client.Client, m *cachev1alpha1.Memcac
 	}
 	return nil
 }
+
+// ReadyPods are the pods that serve the Deployment named name, whoever made
+// it: the ready pods, not being deleted, of ReplicaSets named after it. Over
+// a takeover that is the tutorial's pods, then the operator's.
+func ReadyPods(pods []corev1.Pod, name string) []corev1.Pod {
+	var out []corev1.Pod
+	for _, p := range pods {
+		ref := metav1.GetControllerOf(&p)
+		if ref == nil || ref.Kind != "ReplicaSet" || !strings.HasPrefix(ref.Name, name+"-") || p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
