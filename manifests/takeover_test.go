@@ -112,6 +112,13 @@ func TestTakeOverFromTheTutorialOperator(t *testing.T) {
 	g.Expect(k8s.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(tutorial.Labels(image)))).To(Succeed())
 	g.Expect(pods.Items).To(HaveLen(3), "the tutorial's defect: each Deployment's selector matches the other's pods too")
 
+	// Another controller keeps a condition of its own on one of them, as
+	// controllers did under the tutorial's CRD: read-modify-write.
+	backedUp := &cachev1alpha1.Memcached{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "large"}, backedUp)).To(Succeed())
+	meta.SetStatusCondition(&backedUp.Status.Conditions, metav1.Condition{Type: "BackedUp", Status: metav1.ConditionTrue, Reason: "Nightly", Message: "backed up"})
+	g.Expect(k8s.Status().Update(ctx, backedUp, client.FieldOwner("backup-controller"))).To(Succeed())
+
 	// A third Memcached whose Deployment, made by the same field manager,
 	// already selects its pods as this operator does: adopted in place.
 	manifest := fmt.Sprintf("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: matching, namespace: %s}\nspec: {size: 1, containerPort: 11211}\n", ns)
@@ -210,6 +217,10 @@ func TestTakeOverFromTheTutorialOperator(t *testing.T) {
 		g.Expect(m.Finalizers).NotTo(ContainElement(tutorial.Finalizer))
 		for _, e := range m.ManagedFields {
 			g.Expect(e.Manager).NotTo(Equal(tutorial.FieldManager), "%s: the tutorial's field manager is folded into the operator's: %+v", name, e)
+		}
+		if name == "large" {
+			g.Expect(meta.FindStatusCondition(m.Status.Conditions, "BackedUp")).NotTo(BeNil(), "another controller's condition stays")
+			g.Expect(m.ManagedFields).To(ContainElement(HaveField("Manager", "backup-controller")), "and so does its field manager")
 		}
 		events := &eventsv1.EventList{}
 		g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
