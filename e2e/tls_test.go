@@ -194,9 +194,34 @@ func TestTLSAndAuthentication(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-// probe asks every ready address of the Memcached's Service, every
-// 100 ms, for memcached's version, over TLS with ca and with any of the
-// passwords it knows; it records how many answered per sample.
+// readyPodAddresses are the addresses ("ip:port") of the Memcached's pods
+// that are ready and not being deleted: what its Deployment keeps at least
+// size of during a rollout. (The Service's EndpointSlices follow them a
+// moment later: in the moment between a new pod's readiness and its
+// endpoint, they may list one pod fewer.)
+func readyPodAddresses(ctx context.Context, c client.Client, key client.ObjectKey) ([]string, error) {
+	pods := &corev1.PodList{}
+	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name}}
+	if err := c.List(ctx, pods, client.InNamespace(key.Namespace), client.MatchingLabels(desired.SelectorLabels(m))); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
+			continue
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				out = append(out, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(desired.DefaultContainerPort))))
+			}
+		}
+	}
+	return out, nil
+}
+
+// probe asks every ready pod of the Memcached, every 100 ms, for
+// memcached's version, over TLS with ca and with any of the passwords it
+// knows; it records how many answered per sample.
 type probe struct {
 	mu        sync.Mutex
 	passwords []string
@@ -212,7 +237,7 @@ func (p *probe) know(password string) {
 
 func (p *probe) run(ctx context.Context, c client.Client, key client.ObjectKey, tlsConf *tls.Config) {
 	for ctx.Err() == nil {
-		addrs, err := readyAddresses(ctx, c, key)
+		addrs, err := readyPodAddresses(ctx, c, key)
 		if err != nil {
 			continue
 		}
@@ -250,9 +275,10 @@ func (p *probe) run(ctx context.Context, c client.Client, key client.ObjectKey, 
 
 // A certificate re-issued into the same Secret, then a new password, roll
 // the pods one at a time: a client with the cluster's CA that knows the
-// old and the new password finds every ready pod answering, from before
-// the first change until after the second; afterwards every pod presents
-// the new certificate and takes the new password only.
+// old and the new password finds never fewer than size ready pods, each
+// answering, from before the first change until after the second;
+// afterwards every pod presents the new certificate and takes the new
+// password only.
 func TestSecretRotationKeepsServing(t *testing.T) {
 	var ns string
 	var ca *testcerts.CA
