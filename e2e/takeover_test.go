@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,22 +79,21 @@ func TestTakeOverKeepsServing(t *testing.T) {
 			go func() {
 				defer close(done)
 				for i := 0; probeCtx.Err() == nil; i++ {
-					pods := &corev1.PodList{}
-					if err := c.List(probeCtx, pods, client.InNamespace(ns)); err != nil {
+					addrs, err := readyPodAddresses(probeCtx, c, key())
+					if err != nil {
 						continue
 					}
 					n := 0
-					for _, p := range tutorial.ReadyPods(pods.Items, key().Name) {
-						ip := p.Status.PodIP
+					for _, addr := range addrs {
 						value := strconv.Itoa(i)
-						out, err := session{}.run(net.JoinHostPort(ip, "11211"),
+						out, err := session{}.run(addr,
 							fmt.Sprintf("set k 0 0 %d", len(value)), value, "get k")
 						if err == nil && strings.HasPrefix(out, "STORED\r\nVALUE k 0 "+strconv.Itoa(len(value))+"\r\n"+value+"\r\n") {
 							n++
 							continue
 						}
 						mu.Lock()
-						refusals = append(refusals, fmt.Sprintf("%s: %q %v", ip, out, err))
+						refusals = append(refusals, fmt.Sprintf("%s: %q %v", addr, out, err))
 						mu.Unlock()
 					}
 					mu.Lock()

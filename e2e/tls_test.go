@@ -19,7 +19,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -27,6 +26,7 @@ import (
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/testcerts"
+	"github.com/example/memcached-operator/internal/tutorial"
 	"github.com/example/memcached-operator/pkg/desired"
 )
 
@@ -34,30 +34,41 @@ import (
 // the real node; the test process is the client, on the node's host,
 // which reaches pod addresses.
 
-// readyAddresses are the addresses ("ip:port") of the ready endpoints of
-// the Memcached's Service: where a client of the headless Service is sent.
-func readyAddresses(ctx context.Context, c client.Client, key client.ObjectKey) ([]string, error) {
-	list := &discoveryv1.EndpointSliceList{}
-	if err := c.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: key.Name}); err != nil {
+// readyPodAddresses are the addresses ("ip:port") of the Memcached's pods
+// that are ready and not being deleted: what its Deployment keeps at least
+// size of during a rollout. (The Service's EndpointSlices follow them a
+// moment later: in the moment between a new pod's readiness and its
+// endpoint, they may list one pod fewer.)
+func readyPodAddresses(ctx context.Context, c client.Client, key client.ObjectKey) ([]string, error) {
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(key.Namespace)); err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, s := range list.Items {
-		var port int32
-		for _, p := range s.Ports {
-			if p.Name != nil && *p.Name == desired.PortName && p.Port != nil {
-				port = *p.Port
-			}
-		}
-		for _, e := range s.Endpoints {
-			if e.Conditions.Ready != nil && *e.Conditions.Ready {
-				for _, a := range e.Addresses {
-					out = append(out, net.JoinHostPort(a, strconv.Itoa(int(port))))
-				}
-			}
-		}
+	for _, p := range tutorial.ReadyPods(pods.Items, key.Name) {
+		out = append(out, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(desired.DefaultContainerPort))))
 	}
 	return out, nil
+}
+
+// tlsSecret makes a CA and the kubernetes.io/tls Secret "<name>-tls" of
+// the Memcached key's Service, as cert-manager would, and returns the CA.
+func tlsSecret(ctx context.Context, t *testing.T, c client.Client, key client.ObjectKey) *testcerts.CA {
+	t.Helper()
+	ca, server, err := testcerts.ForService(key.Namespace, key.Name)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	NewWithT(t).Expect(c.Create(ctx, ca.Secret(key.Namespace, key.Name+"-tls", server))).To(Succeed())
+	return ca
+}
+
+// usersSecret makes the Secret "<name>-users" whose authentication file
+// lets user in with password.
+func usersSecret(ctx context.Context, t *testing.T, c client.Client, key client.ObjectKey, user, password string) {
+	t.Helper()
+	NewWithT(t).Expect(c.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name + "-users"},
+		Data:       map[string][]byte{"authfile": authFile(user, password)},
+	})).To(Succeed())
 }
 
 // session is one client connection to memcached: over TLS when tlsConf is
@@ -128,17 +139,11 @@ func TestTLSAndAuthentication(t *testing.T) {
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, c := NewWithT(t), kube(t, cfg)
 			ns = namespace(t, cfg, "tls")
+			ca = tlsSecret(ctx, t, c, key())
+			usersSecret(ctx, t, c, key(), "app", "correct-horse")
 			var err error
-			var server testcerts.Pair
-			ca, server, err = testcerts.ForService(ns, key().Name)
-			g.Expect(err).NotTo(HaveOccurred())
 			clientPair, err = ca.Issue("app", nil, x509.ExtKeyUsageClientAuth)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(c.Create(ctx, ca.Secret(ns, "secure-tls", server))).To(Succeed())
-			g.Expect(c.Create(ctx, &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secure-users"},
-				Data:       map[string][]byte{"authfile": authFile("app", "correct-horse")},
-			})).To(Succeed())
 			spec := onRealNode(2)
 			spec.TLS = &cachev1alpha1.TLSSpec{SecretName: "secure-tls", ClientCertificates: cachev1alpha1.ClientCertificatesRequire}
 			spec.Auth = &cachev1alpha1.AuthSpec{SecretName: "secure-users"}
@@ -147,7 +152,7 @@ func TestTLSAndAuthentication(t *testing.T) {
 		}).
 		Assess("a client with the CA, a certificate and the password stores and reads on every pod", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g := NewWithT(t)
-			addrs, err := readyAddresses(ctx, kube(t, cfg), key())
+			addrs, err := readyPodAddresses(ctx, kube(t, cfg), key())
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(addrs).To(HaveLen(2))
 			good := session{tls: clientTLS(ca, key(), &clientPair), user: "app", password: "correct-horse"}
@@ -160,7 +165,7 @@ func TestTLSAndAuthentication(t *testing.T) {
 		}).
 		Assess("plain text, no client certificate, a wrong password: refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g := NewWithT(t)
-			addrs, err := readyAddresses(ctx, kube(t, cfg), key())
+			addrs, err := readyPodAddresses(ctx, kube(t, cfg), key())
 			g.Expect(err).NotTo(HaveOccurred())
 			addr := addrs[0]
 
@@ -192,31 +197,6 @@ func TestTLSAndAuthentication(t *testing.T) {
 		}).
 		Feature()
 	testenv.Test(t, f)
-}
-
-// readyPodAddresses are the addresses ("ip:port") of the Memcached's pods
-// that are ready and not being deleted: what its Deployment keeps at least
-// size of during a rollout. (The Service's EndpointSlices follow them a
-// moment later: in the moment between a new pod's readiness and its
-// endpoint, they may list one pod fewer.)
-func readyPodAddresses(ctx context.Context, c client.Client, key client.ObjectKey) ([]string, error) {
-	pods := &corev1.PodList{}
-	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: key.Name}}
-	if err := c.List(ctx, pods, client.InNamespace(key.Namespace), client.MatchingLabels(desired.SelectorLabels(m))); err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
-			continue
-		}
-		for _, cond := range p.Status.Conditions {
-			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
-				out = append(out, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(desired.DefaultContainerPort))))
-			}
-		}
-	}
-	return out, nil
 }
 
 // probe asks every ready pod of the Memcached, every 100 ms, for
@@ -286,17 +266,10 @@ func TestSecretRotationKeepsServing(t *testing.T) {
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "rotated"} }
 	f := features.New("rotating the certificate and the password keeps the cache serving").WithLabel("needs", "containers").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			g, c := NewWithT(t), kube(t, cfg)
+			c := kube(t, cfg)
 			ns = namespace(t, cfg, "rotation")
-			var err error
-			var server testcerts.Pair
-			ca, server, err = testcerts.ForService(ns, key().Name)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(c.Create(ctx, ca.Secret(ns, "rotated-tls", server))).To(Succeed())
-			g.Expect(c.Create(ctx, &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rotated-users"},
-				Data:       map[string][]byte{"authfile": authFile("app", "first")},
-			})).To(Succeed())
+			ca = tlsSecret(ctx, t, c, key())
+			usersSecret(ctx, t, c, key(), "app", "first")
 			spec := onRealNode(size)
 			spec.TLS = &cachev1alpha1.TLSSpec{SecretName: "rotated-tls"}
 			spec.Auth = &cachev1alpha1.AuthSpec{SecretName: "rotated-users"}
@@ -370,7 +343,7 @@ func TestSecretRotationKeepsServing(t *testing.T) {
 			// only.
 			renewedLeaf, err := tls.X509KeyPair(renewed.Cert, renewed.Key)
 			g.Expect(err).NotTo(HaveOccurred())
-			addrs, err := readyAddresses(ctx, c, key())
+			addrs, err := readyPodAddresses(ctx, c, key())
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(addrs).To(HaveLen(size))
 			for _, addr := range addrs {
@@ -399,11 +372,8 @@ func TestExporterScrapesOverTLS(t *testing.T) {
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "metered"} }
 	f := features.New("the exporter scrapes a TLS memcached").WithLabel("needs", "containers").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			g, c := NewWithT(t), kube(t, cfg)
 			ns = namespace(t, cfg, "tls-metrics")
-			ca, server, err := testcerts.ForService(ns, key().Name)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(c.Create(ctx, ca.Secret(ns, "metered-tls", server))).To(Succeed())
+			tlsSecret(ctx, t, kube(t, cfg), key())
 			spec := onRealNode(1)
 			spec.TLS = &cachev1alpha1.TLSSpec{SecretName: "metered-tls", ClientCertificates: cachev1alpha1.ClientCertificatesRequire}
 			spec.Monitoring = &cachev1alpha1.MonitoringSpec{Enabled: true}
@@ -412,7 +382,7 @@ func TestExporterScrapesOverTLS(t *testing.T) {
 		}).
 		Assess("memcached_up is 1", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g := NewWithT(t)
-			addrs, err := readyAddresses(ctx, kube(t, cfg), key())
+			addrs, err := readyPodAddresses(ctx, kube(t, cfg), key())
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(addrs).To(HaveLen(1))
 			host, _, _ := net.SplitHostPort(addrs[0])

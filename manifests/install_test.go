@@ -219,6 +219,23 @@ func serviceAccountConfig(t *testing.T) *rest.Config {
 	}
 }
 
+// startOperator runs the operator as the user of cfg until the test ends.
+func startOperator(t *testing.T, cfg *rest.Config, opts testenv.OperatorOptions) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done, err := testenv.StartOperator(ctx, cfg, opts)
+	if err != nil {
+		cancel()
+		t.Fatalf("starting the operator: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("operator: %v", err)
+		}
+	})
+}
+
 // TestOperatorRunsUnderGeneratedRBAC runs the operator as its ServiceAccount,
 // bound only to the roles of the bundle, through a whole lifecycle, and
 // shows a request outside its role is refused.
@@ -227,15 +244,8 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 	install(t, "default")
 	cfg := serviceAccountConfig(t)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done, err := testenv.StartOperator(ctx, cfg, testenv.OperatorOptions{LeaderElectionNamespace: operatorNamespace})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("operator: %v", err)
-		}
-	})
+	startOperator(t, cfg, testenv.OperatorOptions{LeaderElectionNamespace: operatorNamespace})
+	ctx := context.Background()
 
 	ns := testenv.Namespace(t, k8s)
 	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: ns}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}

@@ -54,17 +54,9 @@ func TestNamespacedInstallWatchesOnlyItsNamespace(t *testing.T) {
 
 	sa := serviceAccountConfig(t)
 	requests := &testenv.Requests{}
-	opCtx, cancel := context.WithCancel(ctx)
-	done, err := testenv.StartOperator(opCtx, requests.Wrap(sa), testenv.OperatorOptions{
+	startOperator(t, requests.Wrap(sa), testenv.OperatorOptions{
 		LeaderElectionNamespace: operatorNamespace,
 		WatchNamespaces:         []string{watchedNamespace},
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("operator: %v", err)
-		}
 	})
 
 	inside := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: watchedNamespace}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)}}

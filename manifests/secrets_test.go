@@ -80,15 +80,7 @@ func TestOperatorReadsOnlyTheSecretsMemcachedsName(t *testing.T) {
 	g.Expect(k8s.Create(ctx, ca.Secret(ns, "cache-tls", pair))).To(Succeed())
 	g.Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unrelated"}, StringData: map[string]string{"password": "x"}})).To(Succeed())
 
-	opCtx, cancel := context.WithCancel(ctx)
-	done, err := testenv.StartOperator(opCtx, cfg, testenv.OperatorOptions{LeaderElectionNamespace: operatorNamespace})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("operator: %v", err)
-		}
-	})
+	startOperator(t, cfg, testenv.OperatorOptions{LeaderElectionNamespace: operatorNamespace})
 
 	m := &cachev1alpha1.Memcached{
 		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: ns},

@@ -175,15 +175,7 @@ func TestTakeOverFromTheTutorialOperator(t *testing.T) {
 	}()
 
 	cfg := serviceAccountConfig(t)
-	opCtx, cancel := context.WithCancel(ctx)
-	done, err := testenv.StartOperator(opCtx, cfg, testenv.OperatorOptions{LeaderElectionNamespace: operatorNamespace})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("operator: %v", err)
-		}
-	})
+	startOperator(t, cfg, testenv.OperatorOptions{LeaderElectionNamespace: operatorNamespace})
 
 	for name, size := range sizes {
 		key := client.ObjectKey{Namespace: ns, Name: name}
