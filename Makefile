@@ -14,6 +14,12 @@ LOCAL_KUBECONFIG := $(ROOT)/.local/$(CLUSTER_NAME).kubeconfig
 KUBECTL := $(K8S_BIN)/kubectl
 CONTROLLER_GEN := go tool controller-gen
 IMG ?= memcached-operator:latest
+# The release the Helm chart and the OLM bundle describe (hack/versions.env),
+# and the operator image the bundle runs.
+VERSION ?= $(shell sed -n 's/^OPERATOR_VERSION=//p' hack/versions.env)
+OPERATOR_IMG ?= memcached-operator:$(VERSION)
+BUNDLE_IMG ?= memcached-operator-bundle:v$(VERSION)
+HELM := $(BIN_DIR)/helm
 # The tests need the control-plane binaries: envtest starts etcd and
 # kube-apiserver from here, the cluster tests run kwokctl.
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
@@ -59,7 +65,7 @@ lint: ## Check formatting and run go vet (gofmt -l must print nothing).
 	@$(MAKE) --no-print-directory vet
 
 .PHONY: verify
-verify: generate manifests ## Regenerate everything and fail on any difference, or an untidy go.mod.
+verify: generate manifests chart bundle ## Regenerate everything and fail on any difference, or an untidy go.mod.
 	go mod tidy
 	@for d in hack/tools/*/; do (cd $$d && go mod tidy); done
 	@if [ -n "$$(git status --porcelain -- api applyconfig manifests go.mod go.sum hack/tools hack/crds)" ]; then \
@@ -68,7 +74,7 @@ verify: generate manifests ## Regenerate everything and fail on any difference, 
 	@$(MAKE) --no-print-directory lint
 
 .PHONY: test
-test: k8s-binaries build $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run all tests: unit, integration (real kube-apiserver, local cluster) and end-to-end (with a real node).
+test: k8s-binaries build helm $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run all tests: unit, integration (real kube-apiserver, local cluster) and end-to-end (with a real node).
 	go test -tags integration $(GO_TEST_FLAGS) ./...
 	go test -tags e2e -timeout 30m $(GO_TEST_FLAGS) ./e2e/...
 	$(MAKE) --no-print-directory bench-check
@@ -78,7 +84,7 @@ test-unit: ## Run the unit tests only: no control plane, no cluster, nothing to 
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-integration
-test-integration: k8s-binaries build ## Run the unit and integration tests (real kube-apiserver, local cluster), not the end-to-end suite.
+test-integration: k8s-binaries build helm ## Run the unit and integration tests (real kube-apiserver, local cluster), not the end-to-end suite.
 	go test -tags integration $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
@@ -98,6 +104,27 @@ BENCH_N ?= 100,1000
 .PHONY: bench
 bench: k8s-binaries build ## Measure what the operator costs the apiserver (BENCH_N=100,1000; PROFILE=1 for pprof; BENCH_ARGS=-unrelated=10000).
 	go run ./hack/bench -n $(BENCH_N) -out docs/benchmarks.md $(if $(PROFILE),-profile) $(BENCH_ARGS)
+
+##@ Packaging
+
+.PHONY: chart
+chart: k8s-binaries ## Write the Helm chart (manifests/charts/memcached-operator, VERSION) from manifests/default.
+	go run ./hack/packaging -only chart -version $(VERSION)
+
+.PHONY: bundle
+bundle: k8s-binaries ## Write the OLM bundle (manifests/bundle, VERSION, OPERATOR_IMG) from manifests/default and validate it.
+	go run ./hack/packaging -only bundle -version $(VERSION) -image $(OPERATOR_IMG)
+	go test -count=1 -run 'TestBundle' ./hack/packaging
+
+.PHONY: bundle-build
+bundle-build: ## Build the OLM bundle image $(BUNDLE_IMG) from manifests/bundle (FROM scratch: no registry needed; cached in bin/images).
+	BUNDLE_IMG=$(BUNDLE_IMG) hack/images.sh bundle
+
+.PHONY: helm
+helm: $(HELM) ## Build Helm (bin/helm) from its Go module, for the chart's tests.
+
+$(HELM): hack/tools/helm/go.mod hack/tools/helm/go.sum
+	cd hack/tools/helm && CGO_ENABLED=0 go build -trimpath -o $(HELM) helm.sh/helm/v4/cmd/helm
 
 ##@ Local cluster
 

@@ -16,6 +16,9 @@
 #   memcached-operator:e2e        the project's Dockerfile, unchanged, built on
 #                                 local stand-ins for its two base images (below)
 #
+# With image names as arguments, only those are built; `bundle` (the OLM
+# bundle image $BUNDLE_IMG, FROM scratch) is built only when named.
+#
 # The Dockerfile's bases cannot be pulled here, so two stand-ins are imported
 # under the names it uses, and only when no image of that name exists (a real
 # one is never replaced): golang:1.26 (this machine's Go toolchain, a busybox
@@ -239,8 +242,23 @@ operator() {
   save "${name}" "${h}"
 }
 
-pause
-memcached
-busybox
-exporter
-operator
+# bundle: the OLM bundle image of manifests/bundle (make bundle-build), not
+# one the real node runs: built only when asked for by name.
+bundle() {
+  local name="${BUNDLE_IMG:?BUNDLE_IMG names the bundle image}" dir="${ROOT}/manifests/bundle" h
+  h="$(cd "${ROOT}" && hash_of $(git ls-files -co --exclude-standard manifests/bundle | sort) <(echo "${name}"))"
+  current "${name}" "${h}" && { echo "up to date: ${name}"; return; }
+  docker_ready
+  docker build --pull=false -f "${dir}/bundle.Dockerfile" -t "${name}" "${dir}"
+  save "${name}" "${h}"
+}
+
+if (($# == 0)); then
+  set -- pause memcached busybox exporter operator
+fi
+for image in "$@"; do
+  case "${image}" in
+    pause | memcached | busybox | exporter | operator | bundle) "${image}" ;;
+    *) echo "unknown image ${image}: pause, memcached, busybox, exporter, operator or bundle" >&2; exit 1 ;;
+  esac
+done

@@ -1,0 +1,394 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/blang/semver/v4"
+	"github.com/operator-framework/api/pkg/lib/version"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/example/memcached-operator/pkg/desired"
+)
+
+const (
+	packageName = "memcached-operator"
+	// channel follows OLM's channel naming: candidate, fast, stable.
+	channel = "candidate"
+	// targetNamespaces is the annotation OLM puts on the operator's pods:
+	// the namespaces of its OperatorGroup, comma-separated, empty for all.
+	targetNamespaces = "olm.targetNamespaces"
+	// scorecardImage runs the scorecard's basic and OLM tests.
+	scorecardImage = "quay.io/operator-framework/scorecard-test:v1.42.0"
+)
+
+// bundleObjects says what becomes of each object of manifests/default in
+// the bundle: the CSV's install strategy (Deployment, service account and
+// the rules of its bindings, as namespaced "permissions" that OLM grants
+// in the OperatorGroup's target namespaces, or "clusterPermissions"), a
+// manifest of the bundle beside the CSV, or nothing. An object missing
+// here stops the generator.
+var bundleObjects = map[string]string{
+	"ServiceAccount/controller-manager":                     "strategy",
+	"Deployment/controller-manager":                         "strategy",
+	"ClusterRole/manager":                                   "permissions",
+	"ClusterRoleBinding/manager":                            "binding",
+	"Role/leader-election":                                  "permissions",
+	"RoleBinding/leader-election":                           "binding",
+	"ClusterRole/metrics-auth":                              "clusterPermissions",
+	"ClusterRoleBinding/metrics-auth":                       "binding",
+	"ClusterRole/memcached-editor":                          "manifest",
+	"ClusterRole/memcached-viewer":                          "manifest",
+	"ClusterRole/metrics-reader":                            "manifest",
+	"Service/controller-manager-metrics":                    "manifest",
+	"CustomResourceDefinition/memcacheds.cache.example.com": "manifest",
+	// OLM makes the namespace (the OperatorGroup's).
+	"Namespace/system": "-",
+	// Not among the kinds a registry+v1 bundle may carry.
+	"NetworkPolicy/allow-metrics-traffic": "-",
+	// Needs the Prometheus Operator's CRD, which OLM cannot require of
+	// every cluster: documented in docs/install.md instead.
+	"ServiceMonitor/controller-manager-metrics": "-",
+}
+
+// bundle writes the OLM bundle: its files by path.
+func bundle(in inputs, v semver.Version, image string) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	var (
+		crd         *apiextensionsv1.CustomResourceDefinition
+		deployment  *appsv1.Deployment
+		account     string
+		permissions []rbacv1.PolicyRule
+		cluster     []rbacv1.PolicyRule
+	)
+	for _, o := range in.install {
+		key := o.GetKind() + "/" + strings.TrimPrefix(o.GetName(), namePrefix)
+		what, ok := bundleObjects[key]
+		if !ok {
+			return nil, fmt.Errorf("manifests/default has %s, which the bundle does not know: add it to bundleObjects in hack/packaging/bundle.go", key)
+		}
+		switch what {
+		case "-", "binding":
+		case "strategy":
+			if o.GetKind() == "ServiceAccount" {
+				account = o.GetName()
+				continue
+			}
+			deployment = &appsv1.Deployment{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, deployment); err != nil {
+				return nil, err
+			}
+		case "permissions", "clusterPermissions":
+			var role rbacv1.ClusterRole
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
+				return nil, err
+			}
+			if what == "permissions" {
+				permissions = append(permissions, role.Rules...)
+			} else {
+				cluster = append(cluster, role.Rules...)
+			}
+		case "manifest":
+			m := o.DeepCopy()
+			m.SetNamespace("")
+			if o.GetKind() == "CustomResourceDefinition" {
+				crd = &apiextensionsv1.CustomResourceDefinition{}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, crd); err != nil {
+					return nil, err
+				}
+			}
+			b, err := yaml.Marshal(m.Object)
+			if err != nil {
+				return nil, err
+			}
+			files["manifests/"+bundleFileName(m)] = b
+		}
+	}
+	if crd == nil || deployment == nil || account == "" {
+		return nil, fmt.Errorf("manifests/default lacks the CRD, the manager Deployment or its ServiceAccount")
+	}
+	if err := checkBindings(in.install, account); err != nil {
+		return nil, err
+	}
+	csv, err := clusterServiceVersion(in, v, image, crd, deployment, account, permissions, cluster)
+	if err != nil {
+		return nil, err
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(csv)
+	if err != nil {
+		return nil, err
+	}
+	// Empty fields the typed CSV cannot omit.
+	for _, path := range [][]string{
+		{"status"},
+		{"metadata", "creationTimestamp"},
+		{"spec", "apiservicedefinitions"},
+		{"spec", "cleanup"},
+	} {
+		unstructured.RemoveNestedField(u, path...)
+	}
+	deployments, _, _ := unstructured.NestedSlice(u, "spec", "install", "spec", "deployments")
+	for _, d := range deployments {
+		unstructured.RemoveNestedField(d.(map[string]any), "spec", "strategy")
+		unstructured.RemoveNestedField(d.(map[string]any), "spec", "template", "metadata", "creationTimestamp")
+	}
+	_ = unstructured.SetNestedSlice(u, deployments, "spec", "install", "spec", "deployments")
+	b, err := yaml.Marshal(u)
+	if err != nil {
+		return nil, err
+	}
+	files["manifests/"+packageName+".clusterserviceversion.yaml"] = b
+	files["metadata/annotations.yaml"] = annotationsFile()
+	files["tests/scorecard/config.yaml"] = []byte(scorecardConfig)
+	files["bundle.Dockerfile"] = dockerfile()
+	return files, nil
+}
+
+// checkBindings makes sure every binding of manifests/default binds the
+// operator's ServiceAccount to a role the install strategy carries: the
+// strategy binds each of its rule sets to that account.
+func checkBindings(objs []*unstructured.Unstructured, account string) error {
+	for _, o := range objs {
+		if o.GetKind() != "RoleBinding" && o.GetKind() != "ClusterRoleBinding" {
+			continue
+		}
+		var b rbacv1.RoleBinding
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &b); err != nil {
+			return err
+		}
+		if len(b.Subjects) != 1 || b.Subjects[0].Kind != "ServiceAccount" || b.Subjects[0].Name != account {
+			return fmt.Errorf("%s %s binds %v, not the operator's ServiceAccount alone: the bundle cannot express it", o.GetKind(), o.GetName(), b.Subjects)
+		}
+		role := b.RoleRef.Kind + "/" + strings.TrimPrefix(b.RoleRef.Name, namePrefix)
+		if w := bundleObjects[role]; w != "permissions" && w != "clusterPermissions" {
+			return fmt.Errorf("%s %s binds %s, which is not in the install strategy", o.GetKind(), o.GetName(), role)
+		}
+	}
+	return nil
+}
+
+// bundleFileName is the name operator-sdk gives a bundle manifest.
+func bundleFileName(o *unstructured.Unstructured) string {
+	if o.GetKind() == "CustomResourceDefinition" {
+		return o.GetName() + ".yaml"
+	}
+	gv := strings.ReplaceAll(o.GetAPIVersion(), "/", "_")
+	return fmt.Sprintf("%s_%s_%s.yaml", o.GetName(), gv, strings.ToLower(o.GetKind()))
+}
+
+func clusterServiceVersion(in inputs, v semver.Version, image string, crd *apiextensionsv1.CustomResourceDefinition, d *appsv1.Deployment, account string, permissions, cluster []rbacv1.PolicyRule) (*operatorsv1alpha1.ClusterServiceVersion, error) {
+	examples := make([]map[string]any, 0, len(in.samples))
+	for _, s := range in.samples {
+		s := s.DeepCopy()
+		s.SetNamespace("")
+		examples = append(examples, s.Object)
+	}
+	almExamples, err := json.MarshalIndent(examples, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	owned, err := ownedCRD(crd)
+	if err != nil {
+		return nil, err
+	}
+
+	// The operator's Deployment, watching the OperatorGroup's namespaces.
+	spec := d.Spec.DeepCopy()
+	c := &spec.Template.Spec.Containers[0]
+	c.Image = image
+	c.Env = append(c.Env, corev1.EnvVar{
+		Name: "WATCH_NAMESPACES",
+		ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+			FieldPath: "metadata.annotations['" + targetNamespaces + "']",
+		}},
+	})
+	c.Args = append(c.Args, "--watch-namespaces=$(WATCH_NAMESPACES)")
+	memcachedImage := desired.DefaultImage
+	for _, e := range c.Env {
+		if e.Name == "MEMCACHED_IMAGE" {
+			memcachedImage = e.Value
+		}
+	}
+
+	csv := &operatorsv1alpha1.ClusterServiceVersion{
+		TypeMeta: metav1.TypeMeta{APIVersion: operatorsv1alpha1.SchemeGroupVersion.String(), Kind: operatorsv1alpha1.ClusterServiceVersionKind},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: packageName + ".v" + v.String(),
+			Annotations: map[string]string{
+				"alm-examples":   string(almExamples),
+				"capabilities":   "Seamless Upgrades",
+				"categories":     "Database",
+				"containerImage": image,
+				"description":    "Runs memcached from Memcached objects, with server-side apply and field ownership that never fights another manager.",
+				"repository":     "https://github.com/example/memcached-operator",
+				"support":        "memcached-operator maintainers",
+				"operatorframework.io/suggested-namespace":         installNamespace,
+				"features.operators.openshift.io/disconnected":     "true",
+				"features.operators.openshift.io/fips-compliant":   "false",
+				"features.operators.openshift.io/proxy-aware":      "false",
+				"features.operators.openshift.io/tls-profiles":     "false",
+				"features.operators.openshift.io/token-auth-aws":   "false",
+				"features.operators.openshift.io/token-auth-azure": "false",
+				"features.operators.openshift.io/token-auth-gcp":   "false",
+				"features.operators.openshift.io/cnf":              "false",
+				"features.operators.openshift.io/cni":              "false",
+				"features.operators.openshift.io/csi":              "false",
+			},
+		},
+		Spec: operatorsv1alpha1.ClusterServiceVersionSpec{
+			DisplayName:    "Memcached Operator",
+			Description:    description,
+			Version:        version.OperatorVersion{Version: v},
+			MinKubeVersion: minKubeVersion,
+			Maturity:       "alpha",
+			Keywords:       []string{"memcached", "cache", "server-side apply", "gitops"},
+			Maintainers:    []operatorsv1alpha1.Maintainer{{Name: "memcached-operator maintainers", Email: "memcached-operator@example.com"}},
+			Provider:       operatorsv1alpha1.AppLink{Name: "memcached-operator", URL: "https://github.com/example/memcached-operator"},
+			Links: []operatorsv1alpha1.AppLink{
+				{Name: "Source", URL: "https://github.com/example/memcached-operator"},
+				{Name: "Installation", URL: "https://github.com/example/memcached-operator/blob/main/docs/install.md"},
+				{Name: "Memcached", URL: "https://memcached.org"},
+			},
+			Icon: []operatorsv1alpha1.Icon{{Data: icon, MediaType: "image/svg+xml"}},
+			InstallModes: []operatorsv1alpha1.InstallMode{
+				{Type: operatorsv1alpha1.InstallModeTypeOwnNamespace, Supported: true},
+				{Type: operatorsv1alpha1.InstallModeTypeSingleNamespace, Supported: true},
+				{Type: operatorsv1alpha1.InstallModeTypeMultiNamespace, Supported: true},
+				{Type: operatorsv1alpha1.InstallModeTypeAllNamespaces, Supported: true},
+			},
+			InstallStrategy: operatorsv1alpha1.NamedInstallStrategy{
+				StrategyName: operatorsv1alpha1.InstallStrategyNameDeployment,
+				StrategySpec: operatorsv1alpha1.StrategyDetailsDeployment{
+					DeploymentSpecs:    []operatorsv1alpha1.StrategyDeploymentSpec{{Name: d.Name, Label: d.Labels, Spec: *spec}},
+					Permissions:        []operatorsv1alpha1.StrategyDeploymentPermissions{{ServiceAccountName: account, Rules: permissions}},
+					ClusterPermissions: []operatorsv1alpha1.StrategyDeploymentPermissions{{ServiceAccountName: account, Rules: cluster}},
+				},
+			},
+			CustomResourceDefinitions: operatorsv1alpha1.CustomResourceDefinitions{Owned: []operatorsv1alpha1.CRDDescription{owned}},
+			RelatedImages: []operatorsv1alpha1.RelatedImage{
+				{Name: "manager", Image: image},
+				{Name: "memcached", Image: memcachedImage},
+				{Name: "exporter", Image: desired.DefaultExporterImage},
+			},
+		},
+	}
+	return csv, nil
+}
+
+func annotationsFile() []byte {
+	var b strings.Builder
+	b.WriteString("annotations:\n")
+	for _, kv := range bundleAnnotations {
+		fmt.Fprintf(&b, "  %s: %s\n", kv[0], kv[1])
+	}
+	return []byte(b.String())
+}
+
+// bundleAnnotations are metadata/annotations.yaml, and the bundle image's
+// labels.
+var bundleAnnotations = [][2]string{
+	{"operators.operatorframework.io.bundle.mediatype.v1", "registry+v1"},
+	{"operators.operatorframework.io.bundle.manifests.v1", "manifests/"},
+	{"operators.operatorframework.io.bundle.metadata.v1", "metadata/"},
+	{"operators.operatorframework.io.bundle.package.v1", packageName},
+	{"operators.operatorframework.io.bundle.channels.v1", channel},
+	{"operators.operatorframework.io.bundle.channel.default.v1", channel},
+	{"operators.operatorframework.io.test.mediatype.v1", "scorecard+v1"},
+	{"operators.operatorframework.io.test.config.v1", "tests/scorecard/"},
+}
+
+func dockerfile() []byte {
+	var b strings.Builder
+	b.WriteString("# Generated by hack/packaging: do not edit; run 'make bundle'.\n")
+	b.WriteString("# The OLM bundle image: `make bundle-build` builds it from this folder.\n")
+	b.WriteString("FROM scratch\n\n")
+	for _, kv := range bundleAnnotations {
+		fmt.Fprintf(&b, "LABEL %s=%s\n", kv[0], kv[1])
+	}
+	b.WriteString("\nCOPY manifests /manifests/\nCOPY metadata /metadata/\nCOPY tests/scorecard /tests/scorecard/\n")
+	return []byte(b.String())
+}
+
+const scorecardConfig = `# Generated by hack/packaging: do not edit; run 'make bundle'.
+# operator-sdk scorecard's basic and OLM suites, for
+#   operator-sdk scorecard manifests/bundle
+apiVersion: scorecard.operatorframework.io/v1alpha3
+kind: Configuration
+metadata:
+  name: config
+stages:
+- parallel: true
+  tests:
+  - entrypoint: [scorecard-test, basic-check-spec]
+    image: ` + scorecardImage + `
+    labels: {suite: basic, test: basic-check-spec-test}
+  - entrypoint: [scorecard-test, olm-bundle-validation]
+    image: ` + scorecardImage + `
+    labels: {suite: olm, test: olm-bundle-validation-test}
+  - entrypoint: [scorecard-test, olm-crds-have-validation]
+    image: ` + scorecardImage + `
+    labels: {suite: olm, test: olm-crds-have-validation-test}
+  - entrypoint: [scorecard-test, olm-crds-have-resources]
+    image: ` + scorecardImage + `
+    labels: {suite: olm, test: olm-crds-have-resources-test}
+  - entrypoint: [scorecard-test, olm-spec-descriptors]
+    image: ` + scorecardImage + `
+    labels: {suite: olm, test: olm-spec-descriptors-test}
+  - entrypoint: [scorecard-test, olm-status-descriptors]
+    image: ` + scorecardImage + `
+    labels: {suite: olm, test: olm-status-descriptors-test}
+storage:
+  spec:
+    mountPath: {}
+`
+
+const description = `The memcached operator runs [memcached](https://memcached.org) from ` + "`Memcached`" + ` objects: a
+Deployment of memcached pods, a headless Service that resolves to them and a PodDisruptionBudget,
+each written with server-side apply under the operator's own field manager.
+
+## Why this operator
+
+- **It never fights another manager.** The operator owns only the fields it sets. Labels,
+  annotations and conditions of Argo CD, Flux, an HPA or a person with kubectl survive its
+  reconciles, and ` + "`kubectl scale`" + ` works through the scale subresource.
+- **Nothing at rest.** A reconcile that finds nothing to change sends no request at all, and a
+  status write never conflicts.
+- **Rollouts that keep the cache serving:** one new pod at a time, none removed before its
+  replacement is ready, and a grace period for clients to move.
+- **TLS and authentication from Secrets**, rotated by a rolling restart, and the Prometheus
+  memcached exporter with a ServiceMonitor.
+- **Takes over from the Operator SDK tutorial's operator** without an outage.
+
+## Using it
+
+` + "```yaml" + `
+apiVersion: cache.example.com/v1alpha1
+kind: Memcached
+metadata:
+  name: cache
+spec:
+  size: 3
+  memoryLimitMiB: 64
+` + "```" + `
+
+Clients connect to ` + "`status.service.address`" + `. The conditions Available, Progressing and
+Degraded say whether the cache is serving, and why not.
+
+## Install modes
+
+Every install mode is supported: the operator caches and reconciles the Memcacheds of the
+OperatorGroup's target namespaces only (its ` + "`--watch-namespaces`" + ` flag, set from OLM's
+` + "`olm.targetNamespaces`" + ` annotation), with namespaced roles there.
+`
+
+// icon is a memcached-green cube, as SVG.
+const icon = "PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCA2NCA2NCI+PHBhdGggZmlsbD0iIzI2ODk1NSIgZD0iTTMyIDQgNiAxOHYyOGwyNiAxNCAyNi0xNFYxOHoiLz48cGF0aCBmaWxsPSIjZmZmIiBkPSJNMjAgNDRWMjZsMTIgOCAxMi04djE4aC02VjM3bC02IDQtNi00djd6Ii8+PC9zdmc+"
