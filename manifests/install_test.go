@@ -202,12 +202,19 @@ func podFromApplyConfiguration(t *testing.T, ac any) corev1.PodTemplateSpec {
 // operator's ServiceAccount, with a token from the TokenRequest API.
 func serviceAccountConfig(t *testing.T) *rest.Config {
 	t.Helper()
+	return serviceAccountConfigFor(t, operatorNamespace, operatorSA)
+}
+
+// serviceAccountConfigFor is serviceAccountConfig for the ServiceAccount
+// name in namespace.
+func serviceAccountConfigFor(t *testing.T, namespace, name string) *rest.Config {
+	t.Helper()
 	admin, err := cluster.Config()
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorSA, Namespace: operatorNamespace}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
 	if err := k8s.SubResource("token").Create(context.Background(), sa, tr); err != nil {
 		t.Fatalf("requesting a token: %v", err)
 	}
@@ -236,18 +243,15 @@ func startOperator(t *testing.T, cfg *rest.Config, opts testenv.OperatorOptions)
 	})
 }
 
-// TestOperatorRunsUnderGeneratedRBAC runs the operator as its ServiceAccount,
-// bound only to the roles of the bundle, through a whole lifecycle, and
-// shows a request outside its role is refused.
-func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
+// lifecycle takes a Memcached through its life as the running operator
+// serves it, in a new namespace it returns: create, scale, monitoring on
+// and off, TLS from a Secret, drift corrected, events recorded, deleted.
+func lifecycle(t *testing.T) string {
+	t.Helper()
 	g := NewWithT(t)
-	install(t, "default")
-	cfg := serviceAccountConfig(t)
-
-	startOperator(t, cfg, testenv.OperatorOptions{LeaderElectionNamespace: operatorNamespace})
 	ctx := context.Background()
-
 	ns := testenv.Namespace(t, k8s)
+
 	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: ns}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
 	g.Expect(k8s.Create(ctx, m)).To(Succeed())
 	dep := &appsv1.Deployment{}
@@ -313,6 +317,20 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &appsv1.Deployment{}))
 	}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue())
+	return ns
+}
+
+// TestOperatorRunsUnderGeneratedRBAC runs the operator as its ServiceAccount,
+// bound only to the roles of the bundle, through a whole lifecycle, and
+// shows a request outside its role is refused.
+func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
+	g := NewWithT(t)
+	install(t, "default")
+	cfg := serviceAccountConfig(t)
+
+	startOperator(t, cfg, testenv.OperatorOptions{LeaderElectionNamespace: operatorNamespace})
+	ns := lifecycle(t)
+	ctx := context.Background()
 
 	// The role is tight: Secrets may be listed and watched, nothing more;
 	// no Pods, no Memcached created or deleted.
