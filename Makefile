@@ -88,7 +88,7 @@ test-integration: k8s-binaries build helm ## Run the unit and integration tests 
 	go test -tags integration $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
-test-e2e: k8s-binaries build $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run the end-to-end suite (E2E_PROVIDER=local|kind|existing; local by default, with a real node).
+test-e2e: k8s-binaries build helm $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run the end-to-end suite (E2E_PROVIDER=local|kind|existing; local by default, with a real node).
 	go test -tags e2e -count=1 -timeout 30m $(GO_TEST_FLAGS) ./e2e/... $(if $(E2E_ARGS),-args $(E2E_ARGS))
 
 FUZZTIME ?= 60s

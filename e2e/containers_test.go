@@ -471,6 +471,23 @@ func mustGet(t *testing.T, c client.Client, key client.ObjectKey) *cachev1alpha1
 	return m
 }
 
+// hostOperatorStandsAside stops the operator's host process until the test
+// ends; then remove runs (to take the test's operator away) and the host
+// operator starts again.
+func hostOperatorStandsAside(t *testing.T, cfg *envconf.Config, remove func()) {
+	t.Helper()
+	NewWithT(t).Expect(operator.Stop()).To(Succeed())
+	t.Cleanup(func() {
+		remove()
+		op, err := runOperator(cfg)
+		if err != nil {
+			t.Errorf("restarting the host operator: %v", err)
+			return
+		}
+		operator = op
+	})
+}
+
 // The operator itself runs as a pod, installed from manifests/default with
 // the image built from the Dockerfile: in-cluster configuration, its
 // ServiceAccount and RBAC, leader election, probes; its metrics answer over
@@ -491,15 +508,8 @@ func TestOperatorInCluster(t *testing.T) {
 			}
 			g := NewWithT(t)
 			ns = namespace(t, cfg, "in-cluster")
-			g.Expect(operator.Stop()).To(Succeed())
-			t.Cleanup(func() {
+			hostOperatorStandsAside(t, cfg, func() {
 				_, _ = kubectl(context.Background(), cfg, "", "delete", "deployment", "-n", system, deployment, "--wait=true", "--timeout=2m")
-				op, err := runOperator(cfg)
-				if err != nil {
-					t.Errorf("restarting the host operator: %v", err)
-					return
-				}
-				operator = op
 			})
 			_, err := deployOperator(ctx, cfg)
 			g.Expect(err).NotTo(HaveOccurred())
