@@ -97,6 +97,22 @@ func fieldsDigest(s *fieldpath.Set) (uint64, error) {
 	return maphash.Bytes(digestSeed, raw), nil
 }
 
+// DigestOf is the digest an object has right after the operator applied
+// want to it and nothing else changed it: the digest of what it owns is
+// then want's.
+func DigestOf(want any) (Digest, error) {
+	v, err := valuesDigest(want)
+	if err != nil {
+		return Digest{}, err
+	}
+	fields, err := appliedFields(want)
+	if err != nil {
+		return Digest{}, err
+	}
+	f, err := fieldsDigest(fields)
+	return Digest{Values: v, Fields: f}, err
+}
+
 // digest is the digest of s, or why there is none.
 func (s *Summary) digest() (Digest, error) {
 	if s.Digest == nil {

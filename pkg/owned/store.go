@@ -15,11 +15,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	policyv1client "k8s.io/client-go/kubernetes/typed/policy/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,10 +35,75 @@ import (
 // out summaries as if they were whole objects. Add it to the manager as a
 // Runnable; it runs on every replica, leader or not, so that a new leader
 // starts with it filled.
+//
+// Of the objects of those kinds that do not carry the label, it keeps the
+// names (and UIDs and owner references) only: so that the controller knows
+// without a request whether a name it is about to use is taken.
 type Store struct {
 	resync time.Duration
 	// informers of each kind, by namespace ("" when watching all).
 	informers map[Kind]map[string]toolscache.SharedIndexInformer
+	// others are the metadata informers of the objects without the label.
+	others map[Kind]map[string]toolscache.SharedIndexInformer
+	// created are the objects the controller created that the informers
+	// may not have seen yet.
+	createdMu sync.Mutex
+	created   map[createdKey]created
+}
+
+type created struct {
+	summary *Summary
+	at      time.Time
+}
+
+type createdKey struct {
+	kind Kind
+	key  types.NamespacedName
+}
+
+// createdMemory is how long Created remembers a creation the informer has
+// not shown yet: far longer than a watch takes to deliver one.
+const createdMemory = time.Minute
+
+// Created records the summary of an object the controller just created,
+// as the apiserver answered, completed with what the answer lacks: the
+// digest of what it applied, and its apply's managed-fields entry (the
+// time). Until the store's watch shows the object, Unseen returns it.
+func (s *Store) Created(answer *Summary, applied Digest) {
+	now := time.Now()
+	sum := answer.DeepCopy()
+	sum.Digest = &applied
+	sum.ManagedFields = []metav1.ManagedFieldsEntry{{
+		Manager:    FieldManager,
+		Operation:  metav1.ManagedFieldsOperationApply,
+		APIVersion: sum.APIVersion,
+		Time:       &metav1.Time{Time: now},
+	}}
+	s.createdMu.Lock()
+	defer s.createdMu.Unlock()
+	for c, v := range s.created {
+		if now.Sub(v.at) > createdMemory {
+			delete(s.created, c)
+		}
+	}
+	s.created[createdKey{sum.Kind(), types.NamespacedName{Namespace: sum.Namespace, Name: sum.Name}}] = created{summary: sum, at: now}
+}
+
+// Unseen returns the summary Created recorded of the object of kind k with
+// that key when the store's watch has not shown that object yet: the
+// store's answer that it does not exist is then not to be trusted.
+func (s *Store) Unseen(k Kind, key types.NamespacedName) (*Summary, bool) {
+	s.createdMu.Lock()
+	defer s.createdMu.Unlock()
+	c, ok := s.created[createdKey{k, key}]
+	if !ok {
+		return nil, false
+	}
+	if _, found, _ := s.Get(k, key); found || time.Since(c.at) > createdMemory {
+		delete(s.created, createdKey{k, key})
+		return nil, false
+	}
+	return c.summary, true
 }
 
 // NewStore returns a Store of the objects labelled with selector in
@@ -49,7 +116,11 @@ type Store struct {
 //
 // With serviceMonitors, it watches the Prometheus Operator's ServiceMonitors
 // too: only in a cluster that serves them (see LearnServiceMonitors).
-func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector labels.Selector, resync time.Duration, serviceMonitors bool) (*Store, error) {
+//
+// others selects the objects that do not carry the operator's label (the
+// complement of selector): the store keeps their metadata, trimmed to
+// names, UIDs and controller references (see Other).
+func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector, others labels.Selector, resync time.Duration, serviceMonitors bool) (*Store, error) {
 	apps, err := appsv1client.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, err
@@ -66,12 +137,32 @@ func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector l
 	if err != nil {
 		return nil, err
 	}
+	meta, err := metadata.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
 	sel := selector.String()
-	s := &Store{resync: resync, informers: map[Kind]map[string]toolscache.SharedIndexInformer{}}
+	s := &Store{
+		resync:    resync,
+		informers: map[Kind]map[string]toolscache.SharedIndexInformer{},
+		others:    map[Kind]map[string]toolscache.SharedIndexInformer{},
+		created:   map[createdKey]created{},
+	}
+	kinds := map[Kind]schema.GroupVersionResource{
+		KindDeployment:          appsv1.SchemeGroupVersion.WithResource("deployments"),
+		KindService:             corev1.SchemeGroupVersion.WithResource("services"),
+		KindPodDisruptionBudget: policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"),
+	}
+	if serviceMonitors {
+		kinds[KindServiceMonitor] = monitoringv1.SchemeGroupVersion.WithResource(monitoringv1.ServiceMonitorName)
+	}
 	for _, ns := range namespaces {
+		for k, gvr := range kinds {
+			s.addOthers(k, ns, meta.Resource(gvr).Namespace(ns), others.String())
+		}
 		s.add(KindDeployment, ns, &appsv1.Deployment{}, listWatch(sel,
 			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return apps.Deployments(ns).List(ctx, o)
@@ -133,6 +224,64 @@ func (s *Store) add(k Kind, ns string, example runtime.Object, lw *toolscache.Li
 	s.informers[k][ns] = inf
 }
 
+// addOthers watches the metadata of the objects of kind k in ns that sel
+// selects, trimmed by trimOther.
+func (s *Store) addOthers(k Kind, ns string, r metadata.ResourceInterface, sel string) {
+	lw := listWatch(sel,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return r.List(ctx, o) },
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return r.Watch(ctx, o) })
+	inf := toolscache.NewSharedIndexInformerWithOptions(lw, &metav1.PartialObjectMetadata{}, toolscache.SharedIndexInformerOptions{
+		ObjectDescription: fmt.Sprintf("%s names", k),
+	})
+	_ = inf.SetTransform(trimOther)
+	if s.others[k] == nil {
+		s.others[k] = map[string]toolscache.SharedIndexInformer{}
+	}
+	s.others[k][ns] = inf
+}
+
+// trimOther keeps of an object's metadata what Other returns: the name,
+// namespace, UID and controller reference. At 10,000 other Deployments in
+// the cluster, that is what the names cost.
+func trimOther(obj any) (any, error) {
+	o, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil // a tombstone
+	}
+	t := &metav1.PartialObjectMetadata{
+		TypeMeta:   o.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, UID: o.UID, ResourceVersion: o.ResourceVersion},
+	}
+	if c := metav1.GetControllerOfNoCopy(o); c != nil {
+		t.OwnerReferences = []metav1.OwnerReference{*c}
+	}
+	return t, nil
+}
+
+// Other returns the name, UID and controller reference of the object of
+// kind k with that key when it exists and does not carry the operator's
+// label: another's object, or one of the operator's whose label was
+// removed. It holds what the store's watch has seen, so an object created
+// a moment ago may not be there yet.
+func (s *Store) Other(k Kind, key types.NamespacedName) (*metav1.PartialObjectMetadata, bool, error) {
+	inf, ok := s.others[k][key.Namespace]
+	if !ok {
+		inf, ok = s.others[k][""]
+	}
+	if !ok {
+		return nil, false, fmt.Errorf("namespace %s is not watched", key.Namespace)
+	}
+	item, exists, err := inf.GetIndexer().GetByKey(key.String())
+	if err != nil || !exists {
+		return nil, false, err
+	}
+	o, ok := item.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return nil, false, fmt.Errorf("the store holds a %T for %s %s", item, k, key)
+	}
+	return o, true, nil
+}
+
 // summarize is the informers' transform: it replaces each object as the
 // watch delivers it by its Summary.
 func summarize(obj any) (any, error) {
@@ -180,6 +329,21 @@ func (s *Store) Sources(h handler.EventHandler) []source.Source {
 	return out
 }
 
+// OtherSources are the controller's watches of the names of other objects:
+// one per informer, each sending its events to h, which decides which of
+// them matter (a name a Memcached wants being freed, say). The controller
+// starts reconciling once they are synced too, so that a name taken before
+// it started is known to be taken.
+func (s *Store) OtherSources(h handler.EventHandler) []source.Source {
+	var out []source.Source
+	for _, byNS := range s.others {
+		for _, inf := range byNS {
+			out = append(out, &syncingSource{Informer: source.Informer{Informer: inf, Handler: h}, synced: inf.HasSynced})
+		}
+	}
+	return out
+}
+
 // syncingSource is an informer source the controller waits on before its
 // first reconcile.
 type syncingSource struct {
@@ -197,9 +361,11 @@ func (s *syncingSource) WaitForSync(ctx context.Context) error {
 // Start runs the informers until ctx is done.
 func (s *Store) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
-	for _, byNS := range s.informers {
-		for _, inf := range byNS {
-			wg.Go(func() { inf.RunWithContext(ctx) })
+	for _, set := range []map[Kind]map[string]toolscache.SharedIndexInformer{s.informers, s.others} {
+		for _, byNS := range set {
+			for _, inf := range byNS {
+				wg.Go(func() { inf.RunWithContext(ctx) })
+			}
 		}
 	}
 	wg.Wait()

@@ -17,11 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -39,11 +41,6 @@ import (
 // report on a Deployment the operator just changed. Its report is a watch
 // event that reconciles the Memcached again at once; this is the safety net.
 const deploymentReportTimeout = 30 * time.Second
-
-// foreignRecheckInterval is how often a Memcached blocked by a Deployment it
-// does not own is looked at again; such a Deployment is outside the store, so
-// its removal raises no event.
-const foreignRecheckInterval = 30 * time.Second
 
 // replaceRecheckInterval is how often a Memcached whose Deployment is being
 // replaced is looked at again, until the replaced Deployment is gone.
@@ -158,8 +155,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// The replaced Deployment is outside the store: its changes raise
 		// no event.
 		return reconcile.Result{RequeueAfter: replaceRecheckInterval}, nil
-	case len(obs.NotOwned) > 0:
-		return reconcile.Result{RequeueAfter: foreignRecheckInterval}, nil
 	case obs.ApplyError != nil:
 		// Only a spec change can fix it, and a spec change is an event.
 		return reconcile.Result{}, reconcile.TerminalError(obs.ApplyError)
@@ -354,11 +349,21 @@ var enqueueController = handler.EnqueueRequestsFromMapFunc(func(_ context.Contex
 
 // SetupWithManager registers the controller with mgr, watching sources
 // too. r.Owned and r.Secrets must be added to mgr too (see Setup).
+// enqueueFreedName reconciles the Memcached of an object's name when that
+// object, not the operator's, is deleted: a Memcached that the object kept
+// from making its own gets it now.
+var enqueueFreedName = handler.Funcs{
+	DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}})
+	},
+}
+
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options, sources ...source.Source) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(opts)
-	for _, src := range append(r.Owned.Sources(enqueueController), sources...) {
+	srcs := append(r.Owned.Sources(enqueueController), r.Owned.OtherSources(enqueueFreedName)...)
+	for _, src := range append(srcs, sources...) {
 		b = b.WatchesRawSource(src)
 	}
 	return b.Complete(r)

@@ -403,10 +403,61 @@ func TestForeignDeploymentIsPickedUpOnceRemoved(t *testing.T) {
 		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionStalled)).To(BeTrue())
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 
-	// Its owner removes it: the operator creates its own within the recheck interval.
+	// Its owner removes it: the store's watch of other objects' names sees
+	// the name freed, and the operator creates its own.
 	g.Expect(k8s.Delete(ctx, foreign)).To(Succeed())
 	_, dep := converged(t, m)
 	g.Expect(metav1.IsControlledBy(dep, m)).To(BeTrue())
+}
+
+// The operator no longer reads a Memcached before creating its objects, to
+// make sure it still exists: objects created for a Memcached deleted a
+// moment before, while the cache still held it, are owned by a UID that no
+// longer exists, and the garbage collector deletes them. This is what the
+// operator would apply in that moment.
+func TestObjectsOfADeletedMemcachedAreCollected(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	m := newMemcached(t, ns, "gone", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](0)})
+	g.Eventually(func(g Gomega) {
+		got := &cachev1alpha1.Memcached{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), m)).To(Succeed())
+	g.Expect(k8s.Delete(ctx, m)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &cachev1alpha1.Memcached{}))
+	}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue())
+
+	stale := m.DeepCopy()
+	stale.Name = "gone-late"
+	stale.Spec.Size = ptr.To[int32](2)
+	g.Expect(k8s.Apply(ctx, desired.Deployment(stale, testenv.Images, desired.SecretDigests{}), client.FieldOwner(owned.FieldManager))).To(Succeed())
+	g.Expect(k8s.Apply(ctx, desired.Service(stale), client.FieldOwner(owned.FieldManager))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		key := client.ObjectKey{Namespace: ns, Name: stale.Name}
+		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key, &appsv1.Deployment{}))).To(BeTrue(), "Deployment collected")
+		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key, &corev1.Service{}))).To(BeTrue(), "Service collected")
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+}
+
+// Creating a Memcached and scaling it sends no read: whether its objects'
+// names are taken is known from the store.
+func TestCreateAndScaleReadNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	mark := requests.Mark()
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)})
+	converged(t, m)
+	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
+	converged(t, m)
+	reads := requests.Since(mark, inNamespace(ns), testenv.NotWatch, func(r testenv.Request) bool { return r.Method == http.MethodGet })
+	g.Expect(reads).To(BeEmpty())
+	writes := requests.Since(mark, inNamespace(ns), testenv.NotWatch)
+	t.Logf("%d requests to create and scale 1 -> 2", len(writes))
 }
 
 // foreignDeployment is a Deployment of one replica made by someone else.

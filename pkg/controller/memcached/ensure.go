@@ -88,31 +88,6 @@ type report struct {
 type scope struct {
 	r *Reconciler
 	m *cachev1alpha1.Memcached
-	// live: the Memcached was read from the apiserver in this reconcile
-	// and still exists.
-	live bool
-}
-
-// mayCreate guards the creation of objects for a Memcached that may just
-// have been deleted: the cache can still hold it while garbage collection
-// has already removed what it owned, and an apply would then create an
-// orphan. It reads the Memcached from the apiserver once per reconcile that
-// creates something.
-func (s *scope) mayCreate(ctx context.Context) error {
-	if s.live {
-		return nil
-	}
-	live := &cachev1alpha1.Memcached{}
-	err := s.r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.m), live)
-	if apierrors.IsNotFound(err) || (err == nil && live.UID != s.m.UID) {
-		ctrl.LoggerFrom(ctx).V(1).Info("Not creating objects: the Memcached is gone")
-		return errMemcachedGone
-	}
-	if err != nil {
-		return fmt.Errorf("getting Memcached %s: %w", s.m.Name, err)
-	}
-	s.live = true
-	return nil
 }
 
 // ensure applies want, the object of kind k that the Memcached should have,
@@ -149,10 +124,21 @@ func update[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, 
 		if lostTo, err = whoChanged(ctx, r, k, current, want); err != nil {
 			return out, err
 		}
-	} else if err := s.mayCreate(ctx); err != nil {
-		return out, err
 	}
+	// A Memcached deleted after the cache last saw it gets its objects
+	// created all the same, owned by a UID that no longer exists: the
+	// garbage collector deletes them (TestObjectsOfADeletedMemcachedAreCollected).
+	// Reading the Memcached before each creation to prevent that cost a
+	// request per created object.
 
+	// What the object's digest will be, if the apply creates it.
+	var createdDigest owned.Digest
+	if current == nil {
+		var err error
+		if createdDigest, err = owned.DigestOf(want); err != nil {
+			return out, err
+		}
+	}
 	log.Info("Applying object", "kind", k.kind, "object", klog.KObj(m))
 	err := r.Client.Apply(ctx, want, client.FieldOwner(owned.FieldManager), client.ForceOwnership)
 	switch {
@@ -178,6 +164,9 @@ func update[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, 
 		return out, err
 	}
 	out.obj = applied
+	if current == nil {
+		r.Owned.Created(applied, createdDigest)
+	}
 	out.changed = current == nil || applied.ResourceVersion != current.ResourceVersion
 	if !out.changed {
 		return out, nil
@@ -197,7 +186,7 @@ func update[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, 
 func find[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, s *scope, k ownedKind[T, A]) (*owned.Summary, outcome, error) {
 	r, m := s.r, s.m
 	var out outcome
-	current, err := lookup(ctx, r, k, client.ObjectKeyFromObject(m))
+	current, err := lookup(ctx, r, k, m)
 	if err != nil {
 		return nil, out, err
 	}
@@ -271,15 +260,27 @@ func whoChanged[T client.Object, A runtime.ApplyConfiguration](ctx context.Conte
 	return owned.ManagersOfLostFields(live, want)
 }
 
-// lookup returns the summary of the object of kind k with that key, or nil
-// when none exists. The store holds only objects labelled as the
-// operator's; one without that label (foreign, or ours with the label
-// removed) is looked up on the apiserver, which costs a read only while
-// the object is missing from the store.
-func lookup[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, r *Reconciler, k ownedKind[T, A], key client.ObjectKey) (*owned.Summary, error) {
+// lookup returns the summary of the object of kind k with the Memcached's
+// name, or nil when none exists, from the store, without a request: the
+// store holds the operator's objects (labelled), those it created a moment
+// ago that its watch has not shown yet, and the names of all others. The
+// object is read from the apiserver, whole, only when it is the
+// Memcached's but lost the operator's label.
+func lookup[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, r *Reconciler, k ownedKind[T, A], m *cachev1alpha1.Memcached) (*owned.Summary, error) {
+	key := client.ObjectKeyFromObject(m)
 	s, found, err := r.Owned.Get(k.kind, key)
 	if err != nil || found {
 		return s, err
+	}
+	if s, found := r.Owned.Unseen(k.kind, key); found {
+		return s, nil
+	}
+	other, found, err := r.Owned.Other(k.kind, key)
+	switch {
+	case err != nil || !found:
+		return nil, err
+	case !metav1.IsControlledBy(other, m):
+		return &owned.Summary{TypeMeta: metav1.TypeMeta{Kind: string(k.kind)}, ObjectMeta: other.ObjectMeta}, nil
 	}
 	obj := k.newObj()
 	err = r.APIReader.Get(ctx, key, obj)

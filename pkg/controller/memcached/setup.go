@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
@@ -24,6 +25,19 @@ import (
 // DefaultReplacedManagers is the field manager of the Operator SDK
 // tutorial's operator: its binary's name.
 const DefaultReplacedManagers = "manager"
+
+// OwnSelector selects the objects the operator made, by their label;
+// OthersSelector the others of the same kinds, whose names the store keeps.
+var (
+	OwnSelector    = labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedBy})
+	OthersSelector = func() labels.Selector {
+		r, err := labels.NewRequirement(desired.LabelManagedBy, selection.NotEquals, []string{desired.ManagedBy})
+		if err != nil {
+			panic(err)
+		}
+		return labels.NewSelector().Add(*r)
+	}()
+)
 
 // Options configure the controller.
 type Options struct {
@@ -55,7 +69,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("looking for the ServiceMonitor CRD: %w", err)
 	}
 	mgr.GetLogger().WithName("setup").Info("ServiceMonitors", "served", serviceMonitors)
-	store, err := owned.NewStore(mgr.GetConfig(), mgr.GetHTTPClient(), o.WatchNamespaces, labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedBy}), o.SyncPeriod, serviceMonitors)
+	store, err := owned.NewStore(mgr.GetConfig(), mgr.GetHTTPClient(), o.WatchNamespaces, OwnSelector, OthersSelector, o.SyncPeriod, serviceMonitors)
 	if err != nil {
 		return fmt.Errorf("creating the store of owned objects: %w", err)
 	}

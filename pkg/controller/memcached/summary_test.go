@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -46,7 +45,7 @@ func TestStoreHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
 
 	hc, err := rest.HTTPClientFor(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
-	store, err := owned.NewStore(cfg, hc, []string{ns}, labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedBy}), 0, false)
+	store, err := owned.NewStore(cfg, hc, []string{ns}, memcached.OwnSelector, memcached.OthersSelector, 0, false)
 	g.Expect(err).NotTo(HaveOccurred())
 	go func() { _ = store.Start(ctx) }()
 	c, err := cache.New(cfg, memcached.CacheOptions(cache.Options{Scheme: testenv.Scheme}, []string{ns}))
