@@ -3,10 +3,8 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -59,7 +57,7 @@ func stopHostOperator(ctx context.Context, _ *envconf.Config) (context.Context, 
 // status code, from its metrics (rest_client_requests_total).
 func (o *hostOperator) clientRequests() (map[int]int, error) {
 	counts := map[int]int{}
-	err := o.scrape(func(name, labels string, v float64) {
+	err := o.Scrape(func(name, labels string, v float64) {
 		if name != "rest_client_requests_total" {
 			return
 		}
@@ -72,50 +70,3 @@ func (o *hostOperator) clientRequests() (map[int]int, error) {
 	return counts, err
 }
 
-// metricSum sums the samples of a metric whose labels contain every one of want.
-func (o *hostOperator) metricSum(metric string, want ...string) (float64, error) {
-	var sum float64
-	err := o.scrape(func(name, labels string, v float64) {
-		if name != metric {
-			return
-		}
-		for _, w := range want {
-			if !strings.Contains(labels, w) {
-				return
-			}
-		}
-		sum += v
-	})
-	return sum, err
-}
-
-// scrape reads the operator's metrics endpoint, calling f for every sample.
-func (o *hostOperator) scrape(f func(name, labels string, v float64)) error {
-	resp, err := http.Get("http://" + o.MetricsAddr + "/metrics")
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	s := bufio.NewScanner(resp.Body)
-	s.Buffer(make([]byte, 1<<20), 1<<20)
-	for s.Scan() {
-		line := s.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		sp := strings.LastIndexByte(line, ' ')
-		if sp < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[sp+1:], 64)
-		if err != nil {
-			continue
-		}
-		name, labels := line[:sp], ""
-		if b := strings.IndexByte(name, '{'); b >= 0 {
-			name, labels = line[:b], line[b:sp]
-		}
-		f(name, labels, v)
-	}
-	return s.Err()
-}

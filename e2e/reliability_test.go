@@ -108,7 +108,7 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 			t.Cleanup(func() { _ = first.Stop(); _ = second.Stop() })
 
 			isLeader := func(o *hostOperator) bool {
-				v, err := o.metricSum("leader_election_master_status")
+				v, err := o.MetricSum("leader_election_master_status")
 				return err == nil && v == 1
 			}
 			var leader, follower *hostOperator
@@ -124,7 +124,7 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 
 			resize(ctx, t, c, 3)
 			convergedAll(t, c, 3)
-			followerPatches, err := follower.metricSum("rest_client_requests_total", `method="PATCH"`)
+			followerPatches, err := follower.MetricSum("rest_client_requests_total", `method="PATCH"`)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(followerPatches).To(BeZero(), "the follower writes nothing")
 
@@ -161,7 +161,7 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 		Assess("Memcacheds deleted mid-rollout leave nothing behind and no error loop", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, c := NewWithT(t), kube(t, cfg)
 			errorsSoFar := func() float64 {
-				v, err := operator.metricSum("controller_runtime_reconcile_errors_total", `controller="memcached"`)
+				v, err := operator.MetricSum("controller_runtime_reconcile_errors_total", `controller="memcached"`)
 				g.Expect(err).NotTo(HaveOccurred())
 				return v
 			}

@@ -22,6 +22,10 @@ type phase struct {
 	cpu      float64
 	rss      int64              // peak resident set, KiB
 	stack    map[string]float64 // CPU seconds of each process of the local cluster
+	// stages and internals: where the Memcacheds' time went (phases that
+	// change Memcacheds).
+	stages    []stage
+	internals internals
 }
 
 // total is the number of the operator's requests in the phase.
@@ -29,6 +33,18 @@ func (p phase) total() int {
 	n := 0
 	for _, v := range p.requests {
 		n += v
+	}
+	return n
+}
+
+// reads is the number of the operator's gets and lists in the phase
+// (watches not included).
+func (p phase) reads() int {
+	n := 0
+	for k, v := range p.requests {
+		if strings.HasPrefix(k, "get ") || strings.HasPrefix(k, "list ") {
+			n += v
+		}
 	}
 	return n
 }

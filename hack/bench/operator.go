@@ -29,6 +29,7 @@ func startOperator(cfg config, kubeconfig string) (*operatorProcess, error) {
 	o := hostoperator.Options{
 		Kubeconfig: kubeconfig,
 		Pprof:      cfg.profile,
+		Metrics:    true, // the bench reads the operator's queue and reconcile times
 		Args: append([]string{"--sync-period", cfg.syncPeriod.String(), "--memcached-image", desired.DefaultImage, "--zap-log-level=error"},
 			cfg.operatorArgs...),
 		Output: os.Stderr,

@@ -45,20 +45,28 @@ func (r *run) render() string {
 		fmt.Fprintf(&b, ", operator flags `%s`", strings.Join(r.cfg.operatorArgs, " "))
 	}
 	if baseline > 0 {
-		fmt.Fprintf(&b, "\n\nBaseline, no operator, %d Deployments and their Services created directly until Available: %s.\n\n", n, baseline.Round(time.Millisecond))
+		fmt.Fprintf(&b, "\n\nBaseline, no operator, %d Deployments and their Services created directly until Available: %s.\n", n, baseline.Round(time.Millisecond))
+		fmt.Fprintf(&b, "Floor, no operator: a client creating %d Memcacheds and, for each, the operator's Deployment and Service, until rolled out: %s; "+
+			"then scaling each to 2 (the Memcached, the Deployment, a PodDisruptionBudget): %s.\n\n",
+			n, r.floor.create.Round(time.Millisecond), r.floor.scale.Round(time.Millisecond))
 	} else {
 		b.WriteString("\n\nNo baseline run.\n\n")
 	}
-	b.WriteString("| phase | wall time | vs baseline | operator requests | writes | writes per CR | event writes | 409s | CPU s | peak RSS MiB |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| phase | wall time | vs baseline | vs floor | operator requests | per CR | reads (get, list) | writes | writes per CR | event writes | 409s | CPU s | peak RSS MiB |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range phases {
 		total := p.total()
-		ratio := "-"
+		ratio, vsFloor := "-", "-"
 		if baseline > 0 && (p.name == "create" || strings.HasPrefix(p.name, "scale")) {
 			ratio = fmt.Sprintf("%.2fx", p.wall.Seconds()/baseline.Seconds())
+			f := r.floor.create
+			if p.name != "create" {
+				f = r.floor.scale
+			}
+			vsFloor = fmt.Sprintf("%.2fx", p.wall.Seconds()/f.Seconds())
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %.2f | %d | %d | %.1f | %.0f |\n",
-			p.name, p.wall.Round(time.Millisecond), ratio, total, p.writes, float64(p.writes)/float64(n), p.events, p.conflict, p.cpu, float64(p.rss)/1024)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %.2f | %d | %d | %.2f | %d | %d | %.1f | %.0f |\n",
+			p.name, p.wall.Round(time.Millisecond), ratio, vsFloor, total, float64(total)/float64(n), p.reads(), p.writes, float64(p.writes)/float64(n), p.events, p.conflict, p.cpu, float64(p.rss)/1024)
 	}
 	b.WriteString("\nOperator requests by verb and resource (audit log):\n\n| phase | requests |\n|---|---|\n")
 	for _, p := range phases {
@@ -77,6 +85,7 @@ func (r *run) render() string {
 		fmt.Fprintf(&b, "| %s | %s |\n", p.name, strings.Join(parts, ", "))
 	}
 	renderStackCPU(&b, r.baselineCPU, phases)
+	renderStages(&b, phases)
 	b.WriteString("\n")
 	return b.String()
 }

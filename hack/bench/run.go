@@ -55,16 +55,19 @@ type run struct {
 	op       *operatorProcess
 	// watch reads the bench namespace from watches.
 	watch client.Reader
+	// track follows each Memcached through the stages of a phase.
+	track *tracker
 
 	baseline    time.Duration
 	baselineCPU map[string]float64
+	floor       floor
 	phases      []phase
 }
 
 // runOnce measures the operator with n Memcacheds on a cluster of its own,
 // and returns the report of what it measured, also when it stopped early.
 func runOnce(cfg config, n int) (string, error) {
-	r := &run{cfg: cfg, n: n, names: names("cache", n)}
+	r := &run{cfg: cfg, n: n, names: names("cache", n), track: newTracker()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	err := r.execute(ctx)
@@ -142,12 +145,6 @@ func (r *run) setUp(ctx context.Context) error {
 		return err
 	}
 
-	if !r.cfg.skipBaseline {
-		fmt.Fprintf(os.Stderr, "== N=%d: baseline, %d Deployments and Services without the operator\n", r.n, r.n)
-		if r.baseline, r.baselineCPU, err = runBaseline(ctx, r.rest, r.c, r.n, r.procs); err != nil {
-			return err
-		}
-	}
 	crds := []string{"apply", "--server-side", "-f", repo.Path("manifests", "crd", "bases")}
 	if r.cfg.monitoring {
 		crds = append(crds, "-f", repo.Path("hack", "crds"))
@@ -157,6 +154,18 @@ func (r *run) setUp(ctx context.Context) error {
 	}
 	if out, err := repo.Kubectl(ctx, r.cluster.Kubeconfig, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"); err != nil {
 		return fmt.Errorf("waiting for the CRDs: %w: %s", err, out)
+	}
+	if !r.cfg.skipBaseline {
+		fmt.Fprintf(os.Stderr, "== N=%d: baseline, %d Deployments and Services without the operator\n", r.n, r.n)
+		if r.baseline, r.baselineCPU, err = runBaseline(ctx, r.rest, r.c, r.n, r.procs); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "   %s\n", r.baseline.Round(time.Millisecond))
+		fmt.Fprintf(os.Stderr, "== N=%d: floor, %d Memcacheds with their Deployments and Services made and scaled by the client itself\n", r.n, r.n)
+		if r.floor, err = runFloor(ctx, r.rest, r.c, r.n, r.procs); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "   create %s, scale %s\n", r.floor.create.Round(time.Millisecond), r.floor.scale.Round(time.Millisecond))
 	}
 	if err := setUpOperatorUser(ctx, r.c); err != nil {
 		return err
@@ -170,7 +179,12 @@ func (r *run) setUp(ctx context.Context) error {
 	if err := r.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}); err != nil {
 		return err
 	}
-	if r.watch, err = watchNamespace(ctx, r.rest, benchNamespace); err != nil {
+	watch, err := watchNamespace(ctx, r.rest, benchNamespace)
+	if err != nil {
+		return err
+	}
+	r.watch = watch
+	if err := r.track.follow(ctx, watch); err != nil {
 		return err
 	}
 	// The Memcached informer starts on the first list: before the clock does.
@@ -197,9 +211,19 @@ func (r *run) measure(ctx context.Context, name string, act func(context.Context
 	fmt.Fprintf(os.Stderr, "== N=%d: %s\n", r.n, name)
 	off := fileSize(r.auditLog)
 	cpu0, stack0 := r.op.cpuSeconds(), r.procs.cpu()
+	in0, err := scrapeInternals(r.op.Process)
+	if err != nil {
+		return fmt.Errorf("reading the operator's metrics: %w", err)
+	}
 	start := time.Now()
 	actErr := act(ctx)
 	p := phase{name: name, wall: time.Since(start), cpu: r.op.cpuSeconds() - cpu0, rss: r.op.peakRSS(), stack: since(r.procs.cpu(), stack0)}
+	if in, err := scrapeInternals(r.op.Process); err == nil {
+		p.internals = in.minus(in0)
+	}
+	if name == "create" || strings.HasPrefix(name, "scale") {
+		p.stages = r.track.stages()
+	}
 	if actErr != nil {
 		// What it cost until it stopped is still worth reading.
 		p.name += " (stopped early)"
@@ -241,7 +265,9 @@ func (r *run) progress(done int) {
 }
 
 func (r *run) create(ctx context.Context) error {
+	r.track.reset(1)
 	if err := parallel(r.names, func(name string) error {
+		r.track.started(name)
 		spec := cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}
 		if r.cfg.monitoring {
 			spec.Monitoring = &cachev1alpha1.MonitoringSpec{Enabled: true}
@@ -260,7 +286,9 @@ func (r *run) idle(context.Context) error {
 }
 
 func (r *run) scale(ctx context.Context) error {
+	r.track.reset(2)
 	if err := parallel(r.names, func(name string) error {
+		r.track.started(name)
 		m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: name}}
 		return r.c.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))
 	}); err != nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -85,35 +86,132 @@ func runBaseline(ctx context.Context, cfg *rest.Config, c client.Client, n int, 
 	if err != nil {
 		return 0, nil, err
 	}
+	if err := waitRolledOut(ctx, watch, ns, n, 1); err != nil {
+		return 0, nil, err
+	}
+	took, cpu := time.Since(start), since(procs.cpu(), cpu0)
+	return took, cpu, deleteNamespace(ctx, c, ns)
+}
+
+// floor is what a perfect client costs: it does itself the work the
+// operator does, with nothing reconciling.
+type floor struct {
+	create, scale       time.Duration
+	createCPU, scaleCPU map[string]float64
+}
+
+// runFloor creates n Memcacheds of size 1 and, for each, the Deployment
+// and Service the operator would make, owned by it; then scales each to 2
+// as the operator would (the Memcached's size, the Deployment's replicas,
+// a PodDisruptionBudget). Each step waits until every Deployment has
+// rolled out. Nothing reconciles the Memcacheds meanwhile: no status is
+// written. The CRD must be installed.
+func runFloor(ctx context.Context, cfg *rest.Config, c client.Client, n int, procs processes) (floor, error) {
+	var f floor
+	ns := "floor"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return f, err
+	}
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	watch, err := watchNamespace(watchCtx, cfg, ns)
+	if err != nil {
+		return f, err
+	}
+	if err := watch.List(ctx, &appsv1.DeploymentList{}, client.InNamespace(ns)); err != nil {
+		return f, err
+	}
+	images := desired.Images{Memcached: desired.DefaultImage}
+	owner := client.FieldOwner("bench-floor")
+	step := func(size int32, work func(name string) error) (time.Duration, map[string]float64, error) {
+		start, cpu0 := time.Now(), procs.cpu()
+		if err := parallel(names("cache", n), work); err != nil {
+			return 0, nil, err
+		}
+		if err := waitRolledOut(ctx, watch, ns, n, size); err != nil {
+			return 0, nil, err
+		}
+		return time.Since(start), since(procs.cpu(), cpu0), nil
+	}
+	f.create, f.createCPU, err = step(1, func(name string) error {
+		m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
+		if err := c.Create(ctx, m); err != nil {
+			return err
+		}
+		if err := c.Apply(ctx, desired.Deployment(m, images, desired.SecretDigests{}), owner, client.ForceOwnership); err != nil {
+			return err
+		}
+		return c.Apply(ctx, desired.Service(m), owner, client.ForceOwnership)
+	})
+	if err != nil {
+		return f, err
+	}
+	f.scale, f.scaleCPU, err = step(2, func(name string) error {
+		m := &cachev1alpha1.Memcached{}
+		if err := watchedGet(ctx, watch, c, client.ObjectKey{Namespace: ns, Name: name}, m); err != nil {
+			return err
+		}
+		if err := c.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`))); err != nil {
+			return err
+		}
+		if err := c.Apply(ctx, desired.Deployment(m, images, desired.SecretDigests{}), owner, client.ForceOwnership); err != nil {
+			return err
+		}
+		return c.Apply(ctx, desired.PodDisruptionBudget(m), owner, client.ForceOwnership)
+	})
+	if err != nil {
+		return f, err
+	}
+	return f, deleteNamespace(ctx, c, ns)
+}
+
+// watchedGet reads an object from the watch, and from the apiserver only
+// when the watch has not shown it yet.
+func watchedGet(ctx context.Context, watch, c client.Reader, key client.ObjectKey, obj client.Object) error {
+	if err := watch.Get(ctx, key, obj); !apierrors.IsNotFound(err) {
+		return err
+	}
+	return c.Get(ctx, key, obj)
+}
+
+// waitRolledOut waits until n Deployments of ns have rolled out size
+// available replicas of their current generation.
+func waitRolledOut(ctx context.Context, watch client.Reader, ns string, n int, size int32) error {
 	for {
 		list := &appsv1.DeploymentList{}
 		if err := watch.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return 0, nil, err
+			return err
 		}
 		ready := 0
 		for _, d := range list.Items {
-			if d.Status.ObservedGeneration == d.Generation && d.Status.AvailableReplicas == 1 && d.Status.UpdatedReplicas == 1 {
+			if d.Status.ObservedGeneration == d.Generation && d.Status.AvailableReplicas == size && d.Status.UpdatedReplicas == size {
 				ready++
 			}
 		}
 		if ready == n {
-			break
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	took, cpu := time.Since(start), since(procs.cpu(), cpu0)
-	// Gone before the operator's phases start: deleting a thousand
-	// Deployments, their pods and Services is work for the same two cores.
+}
+
+// deleteNamespace deletes ns and waits until it is gone: before the
+// operator's phases start, deleting a thousand Deployments, their pods and
+// Services is work for the same two cores.
+func deleteNamespace(ctx context.Context, c client.Client, ns string) error {
 	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		return 0, nil, err
+		return err
 	}
 	for {
 		err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
 		if apierrors.IsNotFound(err) {
-			return took, cpu, nil
+			return nil
 		}
 		if err != nil {
-			return 0, nil, err
+			return err
 		}
 		time.Sleep(time.Second)
 	}
@@ -234,7 +332,7 @@ func waitGone(ctx context.Context, r client.Reader) error {
 // and one watch per kind, where polling would list every object four times
 // a second, load on the same two cores as what is measured. The watches end
 // with ctx.
-func watchNamespace(ctx context.Context, cfg *rest.Config, ns string) (client.Reader, error) {
+func watchNamespace(ctx context.Context, cfg *rest.Config, ns string) (cache.Cache, error) {
 	ca, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
 	if err != nil {
 		return nil, err

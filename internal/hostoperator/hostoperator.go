@@ -3,6 +3,7 @@
 package hostoperator
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -173,4 +176,52 @@ func (p *Process) Stop() error {
 func (p *Process) Kill() {
 	_ = p.cmd.Process.Kill()
 	<-p.exited
+}
+
+// MetricSum sums the samples of a metric whose labels contain every one of want.
+func (p *Process) MetricSum(metric string, want ...string) (float64, error) {
+	var sum float64
+	err := p.Scrape(func(name, labels string, v float64) {
+		if name != metric {
+			return
+		}
+		for _, w := range want {
+			if !strings.Contains(labels, w) {
+				return
+			}
+		}
+		sum += v
+	})
+	return sum, err
+}
+
+// Scrape reads the operator's metrics endpoint, calling f for every sample.
+func (p *Process) Scrape(f func(name, labels string, v float64)) error {
+	resp, err := http.Get("http://" + p.MetricsAddr + "/metrics")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	s := bufio.NewScanner(resp.Body)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		line := s.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		sp := strings.LastIndexByte(line, ' ')
+		if sp < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[sp+1:], 64)
+		if err != nil {
+			continue
+		}
+		name, labels := line[:sp], ""
+		if b := strings.IndexByte(name, '{'); b >= 0 {
+			name, labels = line[:b], line[b:sp]
+		}
+		f(name, labels, v)
+	}
+	return s.Err()
 }
