@@ -84,7 +84,7 @@ func (r *run) render() string {
 		}
 		fmt.Fprintf(&b, "| %s | %s |\n", p.name, strings.Join(parts, ", "))
 	}
-	renderStackCPU(&b, r.baselineCPU, phases)
+	renderStackCPU(&b, r.baselineCPU, r.floor, phases)
 	renderStages(&b, phases)
 	b.WriteString("\n")
 	return b.String()
@@ -93,7 +93,7 @@ func (r *run) render() string {
 // renderStackCPU tells the CPU seconds each process of the cluster spent in
 // each phase, next to the operator's: on a machine whose cores they share,
 // where the time of a phase went.
-func renderStackCPU(b *strings.Builder, baselineCPU map[string]float64, phases []phase) {
+func renderStackCPU(b *strings.Builder, baselineCPU map[string]float64, fl floor, phases []phase) {
 	var names []string
 	for _, p := range phases {
 		for name := range p.stack {
@@ -123,6 +123,10 @@ func renderStackCPU(b *strings.Builder, baselineCPU map[string]float64, phases [
 	}
 	if baselineCPU != nil {
 		row("baseline", baselineCPU, 0, false)
+	}
+	if fl.createCPU != nil {
+		row("floor: create", fl.createCPU, 0, false)
+		row("floor: scale to 2", fl.scaleCPU, 0, false)
 	}
 	for _, p := range phases {
 		row(p.name, p.stack, p.cpu, true)
