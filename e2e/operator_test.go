@@ -69,4 +69,3 @@ func (o *hostOperator) clientRequests() (map[int]int, error) {
 	})
 	return counts, err
 }
-

@@ -13,29 +13,33 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
-	"sigs.k8s.io/yaml"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/olm"
 	"github.com/example/memcached-operator/internal/repo"
 )
 
-// untouched asserts that the operator left the Memcached of key alone: no
-// status, no Deployment.
-func untouched(t *testing.T, c client.Client, key client.ObjectKey) {
+// servesOnly creates a Memcached on the real node in each of watched and
+// other, and asserts that the operator serves the first and leaves the
+// second alone: no status, no Deployment.
+func servesOnly(t *testing.T, c client.Client, watched, other string) {
 	t.Helper()
-	g := NewWithT(t)
-	m := &cachev1alpha1.Memcached{}
-	g.Expect(c.Get(context.Background(), key, m)).To(Succeed())
-	g.Expect(m.Status.Conditions).To(BeEmpty(), "a Memcached outside the watched namespaces has no status")
-	g.Expect(c.Get(context.Background(), key, &appsv1.Deployment{})).NotTo(Succeed(), "nor a Deployment")
+	g, ctx := NewWithT(t), context.Background()
+	outside := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "cache"}, Spec: onRealNode(1)}
+	g.Expect(c.Create(ctx, outside)).To(Succeed())
+	inside := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: watched, Name: "cache"}, Spec: onRealNode(1)}
+	g.Expect(c.Create(ctx, inside)).To(Succeed())
+	converged(t, c, client.ObjectKeyFromObject(inside), 1)
+	got := &cachev1alpha1.Memcached{}
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(outside), got)).To(Succeed())
+	g.Expect(got.Status.Conditions).To(BeEmpty(), "a Memcached outside the watched namespaces has no status")
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(outside), &appsv1.Deployment{})).NotTo(Succeed(), "nor a Deployment")
 }
 
 // The Helm chart, installed with Helm built from its Go module, runs the
@@ -88,13 +92,7 @@ tolerations: [{key: %q, operator: Exists, effect: NoSchedule}]
 			g.Expect(pods.Items).To(HaveLen(1))
 			g.Expect(pods.Items[0].Spec.NodeName).To(Equal("real-node"))
 			g.Expect(pods.Items[0].Spec.Containers[0].Image).To(Equal(operatorImage))
-
-			outside := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "cache"}, Spec: onRealNode(1)}
-			g.Expect(c.Create(ctx, outside)).To(Succeed())
-			inside := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: watched, Name: "cache"}, Spec: onRealNode(1)}
-			g.Expect(c.Create(ctx, inside)).To(Succeed())
-			converged(t, c, client.ObjectKeyFromObject(inside), 1)
-			untouched(t, c, client.ObjectKeyFromObject(outside))
+			servesOnly(t, c, watched, other)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
@@ -117,53 +115,26 @@ func TestBundleInstallStrategyRunsTheOperator(t *testing.T) {
 			}
 			g, c := NewWithT(t), kube(t, cfg)
 			system, target, other = namespace(t, cfg, "olm-operator"), namespace(t, cfg, "olm-target"), namespace(t, cfg, "olm-other")
-			raw, err := os.ReadFile(repo.Path("manifests", "bundle", "manifests", "memcached-operator.clusterserviceversion.yaml"))
+			csv, err := olm.ReadCSV()
 			g.Expect(err).NotTo(HaveOccurred())
-			csv := &operatorsv1alpha1.ClusterServiceVersion{}
-			g.Expect(yaml.Unmarshal(raw, csv)).To(Succeed())
-			strategy := csv.Spec.InstallStrategy.StrategySpec
-			spec := strategy.DeploymentSpecs[0].Spec.DeepCopy()
-			account := spec.Template.Spec.ServiceAccountName
-			subjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: account, Namespace: system}}
-
-			g.Expect(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: account, Namespace: system}})).To(Succeed())
-			for _, ns := range []string{system, target} {
-				for i, p := range strategy.Permissions {
-					name := fmt.Sprintf("csv-%d", i)
-					g.Expect(c.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: p.Rules})).To(Succeed())
-					g.Expect(c.Create(ctx, &rbacv1.RoleBinding{
-						ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-						RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-						Subjects:   subjects,
-					})).To(Succeed())
+			install, err := olm.ForOperatorGroup(csv, system, target)
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, obj := range install.RBAC {
+				g.Expect(c.Create(ctx, obj)).To(Succeed())
+			}
+			t.Cleanup(func() {
+				for _, obj := range install.ClusterScoped() {
+					_ = c.Delete(context.Background(), obj)
 				}
-			}
-			for i, p := range strategy.ClusterPermissions {
-				name := fmt.Sprintf("%s-csv-%d", system, i)
-				g.Expect(c.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: p.Rules})).To(Succeed())
-				g.Expect(c.Create(ctx, &rbacv1.ClusterRoleBinding{
-					ObjectMeta: metav1.ObjectMeta{Name: name},
-					RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-					Subjects:   subjects,
-				})).To(Succeed())
-				t.Cleanup(func() {
-					_ = c.Delete(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}})
-					_ = c.Delete(context.Background(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}})
-				})
-			}
-
-			// What OLM adds to the pod template, and what this machine
-			// needs: the image built here (the CSV names the release's),
-			// on the real node.
-			if spec.Template.Annotations == nil {
-				spec.Template.Annotations = map[string]string{}
-			}
-			spec.Template.Annotations["olm.targetNamespaces"] = target
+			})
+			// What this machine needs beside what OLM makes: the image
+			// built here (the CSV names the release's), on the real node.
+			dep := install.Deployment
+			spec := &dep.Spec
 			spec.Template.Spec.Containers[0].Image = operatorImage
 			spec.Template.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
 			spec.Template.Spec.NodeSelector = map[string]string{realNodeLabel: "true"}
 			spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: realNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
-			dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: strategy.DeploymentSpecs[0].Name, Namespace: system}, Spec: *spec}
 			hostOperatorStandsAside(t, cfg, func() {
 				_, _ = kubectl(context.Background(), cfg, "", "delete", "deployment", "-n", system, dep.Name, "--wait=true", "--timeout=2m")
 			})
@@ -175,13 +146,7 @@ func TestBundleInstallStrategyRunsTheOperator(t *testing.T) {
 			return ctx
 		}).
 		Assess("the operator serves the target namespace only", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			g, c := NewWithT(t), kube(t, cfg)
-			outside := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "cache"}, Spec: onRealNode(1)}
-			g.Expect(c.Create(ctx, outside)).To(Succeed())
-			inside := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "cache"}, Spec: onRealNode(1)}
-			g.Expect(c.Create(ctx, inside)).To(Succeed())
-			converged(t, c, client.ObjectKeyFromObject(inside), 1)
-			untouched(t, c, client.ObjectKeyFromObject(outside))
+			servesOnly(t, kube(t, cfg), target, other)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)

@@ -146,13 +146,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		startOperator(t, sa(t), testenv.OperatorOptions{LeaderElectionNamespace: releaseNamespace, WatchNamespaces: []string{watched}})
 		m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: watched}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)}}
 		g.Expect(k8s.Create(ctx, m)).To(Succeed())
-		g.Eventually(func(g Gomega) {
-			got := &cachev1alpha1.Memcached{}
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
-			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
-			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue())
-			g.Expect(got.Status.ReadyReplicas).To(Equal(int32(2)))
-		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		available(t, client.ObjectKeyFromObject(m), 2)
 	})
 
 	mustHelm(t, "uninstall", release, "--namespace", releaseNamespace, "--wait", "--timeout", "2m")

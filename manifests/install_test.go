@@ -243,6 +243,19 @@ func startOperator(t *testing.T, cfg *rest.Config, opts testenv.OperatorOptions)
 	})
 }
 
+// available waits until the Memcached of key reports its generation,
+// Available and size ready replicas.
+func available(t *testing.T, key client.ObjectKey, size int32) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		got := &cachev1alpha1.Memcached{}
+		g.Expect(k8s.Get(context.Background(), key, got)).To(Succeed())
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue())
+		g.Expect(got.Status.ReadyReplicas).To(Equal(size))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+}
+
 // lifecycle takes a Memcached through its life as the running operator
 // serves it, in a new namespace it returns: create, scale, monitoring on
 // and off, TLS from a Secret, drift corrected, events recorded, deleted.

@@ -1,0 +1,109 @@
+// Package olm makes, from the OLM bundle's ClusterServiceVersion, the
+// objects OLM makes when it installs the operator for an OperatorGroup, for
+// tests that cannot run OLM itself: the install strategy's ServiceAccount,
+// its permissions as Roles in the operator's namespace and each target
+// namespace, its clusterPermissions as ClusterRoles, and its Deployment
+// with OLM's olm.targetNamespaces pod annotation.
+package olm
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/example/memcached-operator/internal/repo"
+)
+
+// TargetNamespaces is the pod annotation with which OLM tells an operator
+// the OperatorGroup's target namespaces.
+const TargetNamespaces = "olm.targetNamespaces"
+
+// Install is what OLM makes of the bundle's CSV in one namespace.
+type Install struct {
+	// ServiceAccount is the name of the operator's ServiceAccount.
+	ServiceAccount string
+	// RBAC are the ServiceAccount and the roles and bindings, to create
+	// in this order; ClusterRoles and ClusterRoleBindings among them are
+	// named after the operator's namespace.
+	RBAC []client.Object
+	// Deployment runs the operator.
+	Deployment *appsv1.Deployment
+}
+
+// ReadCSV reads the bundle's ClusterServiceVersion (manifests/bundle).
+func ReadCSV() (*operatorsv1alpha1.ClusterServiceVersion, error) {
+	raw, err := os.ReadFile(repo.Path("manifests", "bundle", "manifests", "memcached-operator.clusterserviceversion.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	csv := &operatorsv1alpha1.ClusterServiceVersion{}
+	if err := yaml.Unmarshal(raw, csv); err != nil {
+		return nil, fmt.Errorf("reading the CSV: %w", err)
+	}
+	return csv, nil
+}
+
+// ForOperatorGroup is what OLM makes of csv in namespace for an
+// OperatorGroup whose target namespaces are targets.
+func ForOperatorGroup(csv *operatorsv1alpha1.ClusterServiceVersion, namespace string, targets ...string) (*Install, error) {
+	strategy := csv.Spec.InstallStrategy.StrategySpec
+	if len(strategy.DeploymentSpecs) != 1 {
+		return nil, fmt.Errorf("the CSV has %d deployments, want 1", len(strategy.DeploymentSpecs))
+	}
+	spec := strategy.DeploymentSpecs[0].Spec.DeepCopy()
+	account := spec.Template.Spec.ServiceAccountName
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: account, Namespace: namespace}}
+	in := &Install{ServiceAccount: account}
+	in.RBAC = append(in.RBAC, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: account, Namespace: namespace}})
+	for _, ns := range append([]string{namespace}, targets...) {
+		for i, p := range strategy.Permissions {
+			if p.ServiceAccountName != account {
+				return nil, fmt.Errorf("permissions for %s, not the Deployment's %s", p.ServiceAccountName, account)
+			}
+			name := fmt.Sprintf("csv-%d", i)
+			in.RBAC = append(in.RBAC,
+				&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: p.Rules},
+				&rbacv1.RoleBinding{
+					ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+					RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+					Subjects:   subjects,
+				})
+		}
+	}
+	for i, p := range strategy.ClusterPermissions {
+		name := fmt.Sprintf("%s-csv-%d", namespace, i)
+		in.RBAC = append(in.RBAC,
+			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: p.Rules},
+			&rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+				Subjects:   subjects,
+			})
+	}
+	if spec.Template.Annotations == nil {
+		spec.Template.Annotations = map[string]string{}
+	}
+	spec.Template.Annotations[TargetNamespaces] = strings.Join(targets, ",")
+	in.Deployment = &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: strategy.DeploymentSpecs[0].Name, Namespace: namespace}, Spec: *spec}
+	return in, nil
+}
+
+// ClusterScoped are the objects of RBAC without a namespace, which a test
+// deletes itself.
+func (in *Install) ClusterScoped() []client.Object {
+	var out []client.Object
+	for _, o := range in.RBAC {
+		if o.GetNamespace() == "" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
