@@ -40,6 +40,9 @@ type config struct {
 	operatorArgs []string
 	skipBaseline bool
 	createOnly   bool
+	// floorOnly: measure the floor's create (no baseline, no operator),
+	// within timeout: whether the stack itself converges at this N.
+	floorOnly bool
 	// timeout bounds the wait for a phase to converge; 0: 300 ms per
 	// Memcached, at least 10 minutes.
 	timeout time.Duration
@@ -62,6 +65,7 @@ func parseFlags() (config, string, error) {
 	flag.BoolVar(&c.skipBaseline, "skip-baseline", false, "skip the no-operator baseline")
 	flag.BoolVar(&c.monitoring, "monitoring", false, "Memcacheds with monitoring on, in a cluster with the ServiceMonitor CRD (one more object each)")
 	flag.BoolVar(&c.createOnly, "create-only", false, "stop after the create phase (for large N: memory and create cost)")
+	flag.BoolVar(&c.floorOnly, "floor-only", false, "measure only the floor's create, within -timeout, without the operator (for large N: whether the stack itself converges)")
 	memLimit := flag.Bool("container-memory-limit", true, fmt.Sprintf("run the operator with the Go memory limit its container gets: GOMEMLIMIT at %.0f%% of the manager's memory limit in manifests/manager", golimit.Ratio*100))
 	flag.DurationVar(&c.timeout, "timeout", 0, "how long a phase may take to converge (default: 300 ms per Memcached, at least 10 minutes)")
 	flag.Parse()

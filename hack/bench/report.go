@@ -44,6 +44,12 @@ func (r *run) render() string {
 	if len(r.cfg.operatorArgs) > 0 {
 		fmt.Fprintf(&b, ", operator flags `%s`", strings.Join(r.cfg.operatorArgs, " "))
 	}
+	if r.cfg.floorOnly {
+		fmt.Fprintf(&b, "\n\nFloor only, no operator: a client creating %d Memcacheds and, for each, the operator's Deployment and Service: %s %s.\n", n, r.floor.create.Round(time.Millisecond), r.floor.stopped)
+		renderStackCPU(&b, nil, r.floor, nil)
+		b.WriteString("\n")
+		return b.String()
+	}
 	if baseline > 0 {
 		fmt.Fprintf(&b, "\n\nBaseline, no operator, %d Deployments and their Services created directly until Available: %s.\n", n, baseline.Round(time.Millisecond))
 		fmt.Fprintf(&b, "Floor, no operator: a client creating %d Memcacheds and, for each, the operator's Deployment and Service, until rolled out: %s; "+
@@ -95,8 +101,12 @@ func (r *run) render() string {
 // where the time of a phase went.
 func renderStackCPU(b *strings.Builder, baselineCPU map[string]float64, fl floor, phases []phase) {
 	var names []string
+	stacks := []map[string]float64{baselineCPU, fl.createCPU, fl.scaleCPU}
 	for _, p := range phases {
-		for name := range p.stack {
+		stacks = append(stacks, p.stack)
+	}
+	for _, stack := range stacks {
+		for name := range stack {
 			if !slices.Contains(names, name) {
 				names = append(names, name)
 			}
@@ -126,6 +136,8 @@ func renderStackCPU(b *strings.Builder, baselineCPU map[string]float64, fl floor
 	}
 	if fl.createCPU != nil {
 		row("floor: create", fl.createCPU, 0, false)
+	}
+	if fl.scaleCPU != nil {
 		row("floor: scale to 2", fl.scaleCPU, 0, false)
 	}
 	for _, p := range phases {

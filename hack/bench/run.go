@@ -81,6 +81,9 @@ func runOnce(cfg config, n int) (string, error) {
 
 // execute sets the stage, then measures each phase in turn.
 func (r *run) execute(ctx context.Context) error {
+	if r.cfg.floorOnly {
+		return r.floorOnly(ctx)
+	}
 	if err := r.setUp(ctx); err != nil {
 		return err
 	}
@@ -123,6 +126,32 @@ func (r *run) execute(ctx context.Context) error {
 	return r.promisesKept()
 }
 
+// floorOnly measures the floor's create alone, on a cluster of its own,
+// within the phase timeout.
+func (r *run) floorOnly(ctx context.Context) error {
+	fmt.Fprintf(os.Stderr, "== N=%d: creating a local cluster\n", r.n)
+	var err error
+	if r.cluster, err = localcluster.Create(ctx, fmt.Sprintf("bench-%d", r.n), localcluster.Options{FakeNodes: 4}); err != nil {
+		return err
+	}
+	if r.procs, err = r.cluster.PIDs(); err != nil {
+		return err
+	}
+	if r.rest, err = r.cluster.Config(); err != nil {
+		return err
+	}
+	if r.c, err = client.New(r.rest, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	if err := r.installCRDs(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "== N=%d: floor only, %d Memcacheds with their Deployments and Services made by the client itself, within %s\n", r.n, r.n, r.convergeTimeout())
+	r.floor, err = runFloor(ctx, r.rest, r.c, r.n, r.procs, true, r.convergeTimeout())
+	fmt.Fprintf(os.Stderr, "   create %s %s\n", r.floor.create.Round(time.Millisecond), r.floor.stopped)
+	return err
+}
+
 // setUp creates the cluster, runs the baseline, installs the CRD and the
 // operator's user, and starts the operator.
 func (r *run) setUp(ctx context.Context) error {
@@ -145,15 +174,8 @@ func (r *run) setUp(ctx context.Context) error {
 		return err
 	}
 
-	crds := []string{"apply", "--server-side", "-f", repo.Path("manifests", "crd", "bases")}
-	if r.cfg.monitoring {
-		crds = append(crds, "-f", repo.Path("hack", "crds"))
-	}
-	if out, err := repo.Kubectl(ctx, r.cluster.Kubeconfig, nil, crds...); err != nil {
-		return fmt.Errorf("installing the CRDs: %w: %s", err, out)
-	}
-	if out, err := repo.Kubectl(ctx, r.cluster.Kubeconfig, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"); err != nil {
-		return fmt.Errorf("waiting for the CRDs: %w: %s", err, out)
+	if err := r.installCRDs(ctx); err != nil {
+		return err
 	}
 	if !r.cfg.skipBaseline {
 		fmt.Fprintf(os.Stderr, "== N=%d: baseline, %d Deployments and Services without the operator\n", r.n, r.n)
@@ -162,7 +184,7 @@ func (r *run) setUp(ctx context.Context) error {
 		}
 		fmt.Fprintf(os.Stderr, "   %s\n", r.baseline.Round(time.Millisecond))
 		fmt.Fprintf(os.Stderr, "== N=%d: floor, %d Memcacheds with their Deployments and Services made and scaled by the client itself\n", r.n, r.n)
-		if r.floor, err = runFloor(ctx, r.rest, r.c, r.n, r.procs); err != nil {
+		if r.floor, err = runFloor(ctx, r.rest, r.c, r.n, r.procs, false, r.convergeTimeout()); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "   create %s, scale %s\n", r.floor.create.Round(time.Millisecond), r.floor.scale.Round(time.Millisecond))
@@ -203,6 +225,22 @@ func (r *run) setUp(ctx context.Context) error {
 	}
 	r.op, err = startOperator(r.cfg, saKubeconfig)
 	return err
+}
+
+// installCRDs installs the Memcached CRD, and the ServiceMonitor CRD with
+// -monitoring, and waits until they are served.
+func (r *run) installCRDs(ctx context.Context) error {
+	crds := []string{"apply", "--server-side", "-f", repo.Path("manifests", "crd", "bases")}
+	if r.cfg.monitoring {
+		crds = append(crds, "-f", repo.Path("hack", "crds"))
+	}
+	if out, err := repo.Kubectl(ctx, r.cluster.Kubeconfig, nil, crds...); err != nil {
+		return fmt.Errorf("installing the CRDs: %w: %s", err, out)
+	}
+	if out, err := repo.Kubectl(ctx, r.cluster.Kubeconfig, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"); err != nil {
+		return fmt.Errorf("waiting for the CRDs: %w: %s", err, out)
+	}
+	return nil
 }
 
 // measure runs one phase and records what it cost: wall time, the

@@ -98,6 +98,8 @@ func runBaseline(ctx context.Context, cfg *rest.Config, c client.Client, n int, 
 type floor struct {
 	create, scale       time.Duration
 	createCPU, scaleCPU map[string]float64
+	// stopped says why the floor stopped before converging, if it did.
+	stopped string
 }
 
 // runFloor creates n Memcacheds of size 1 and, for each, the Deployment
@@ -106,7 +108,10 @@ type floor struct {
 // a PodDisruptionBudget). Each step waits until every Deployment has
 // rolled out. Nothing reconciles the Memcacheds meanwhile: no status is
 // written. The CRD must be installed.
-func runFloor(ctx context.Context, cfg *rest.Config, c client.Client, n int, procs processes) (floor, error) {
+//
+// With createOnly, it stops after the create, or at limit with what had
+// rolled out by then (f.stopped).
+func runFloor(ctx context.Context, cfg *rest.Config, c client.Client, n int, procs processes, createOnly bool, limit time.Duration) (floor, error) {
 	var f floor
 	ns := "floor"
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -128,8 +133,13 @@ func runFloor(ctx context.Context, cfg *rest.Config, c client.Client, n int, pro
 		if err := parallel(names("cache", n), work); err != nil {
 			return 0, nil, err
 		}
-		if err := waitRolledOut(ctx, watch, ns, n, size); err != nil {
-			return 0, nil, err
+		waitCtx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
+		if err := waitRolledOut(waitCtx, watch, ns, n, size); err != nil {
+			if waitCtx.Err() == nil {
+				return 0, nil, err
+			}
+			f.stopped = fmt.Sprintf("%s after %s: %s", "stopped", limit, err)
 		}
 		return time.Since(start), since(procs.cpu(), cpu0), nil
 	}
@@ -143,7 +153,8 @@ func runFloor(ctx context.Context, cfg *rest.Config, c client.Client, n int, pro
 		}
 		return c.Apply(ctx, desired.Service(m), owner, client.ForceOwnership)
 	})
-	if err != nil {
+	if err != nil || createOnly || f.stopped != "" {
+		// The cluster goes with the run.
 		return f, err
 	}
 	f.scale, f.scaleCPU, err = step(2, func(name string) error {
@@ -191,8 +202,8 @@ func waitRolledOut(ctx context.Context, watch client.Reader, ns string, n int, s
 		if ready == n {
 			return nil
 		}
-		if err := ctx.Err(); err != nil {
-			return err
+		if ctx.Err() != nil {
+			return fmt.Errorf("%d of %d Deployments rolled out", ready, n)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
