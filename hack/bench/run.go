@@ -126,12 +126,11 @@ func (r *run) execute(ctx context.Context) error {
 	return r.promisesKept()
 }
 
-// floorOnly measures the floor's create alone, on a cluster of its own,
-// within the phase timeout.
-func (r *run) floorOnly(ctx context.Context) error {
+// startCluster creates the run's local cluster, its client and the CRDs.
+func (r *run) startCluster(ctx context.Context, o localcluster.Options) error {
 	fmt.Fprintf(os.Stderr, "== N=%d: creating a local cluster\n", r.n)
 	var err error
-	if r.cluster, err = localcluster.Create(ctx, fmt.Sprintf("bench-%d", r.n), localcluster.Options{FakeNodes: 4}); err != nil {
+	if r.cluster, err = localcluster.Create(ctx, fmt.Sprintf("bench-%d", r.n), o); err != nil {
 		return err
 	}
 	if r.procs, err = r.cluster.PIDs(); err != nil {
@@ -143,9 +142,16 @@ func (r *run) floorOnly(ctx context.Context) error {
 	if r.c, err = client.New(r.rest, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
-	if err := r.installCRDs(ctx); err != nil {
+	return r.installCRDs(ctx)
+}
+
+// floorOnly measures the floor's create alone, on a cluster of its own,
+// within the phase timeout.
+func (r *run) floorOnly(ctx context.Context) error {
+	if err := r.startCluster(ctx, localcluster.Options{FakeNodes: 4}); err != nil {
 		return err
 	}
+	var err error
 	fmt.Fprintf(os.Stderr, "== N=%d: floor only, %d Memcacheds with their Deployments and Services made by the client itself, within %s\n", r.n, r.n, r.convergeTimeout())
 	r.floor, err = runFloor(ctx, r.rest, r.c, r.n, r.procs, true, r.convergeTimeout())
 	fmt.Fprintf(os.Stderr, "   create %s %s\n", r.floor.create.Round(time.Millisecond), r.floor.stopped)
@@ -155,26 +161,11 @@ func (r *run) floorOnly(ctx context.Context) error {
 // setUp creates the cluster, runs the baseline, installs the CRD and the
 // operator's user, and starts the operator.
 func (r *run) setUp(ctx context.Context) error {
-	fmt.Fprintf(os.Stderr, "== N=%d: creating a local cluster\n", r.n)
+	if err := r.startCluster(ctx, localcluster.Options{AuditUser: operatorUser, FakeNodes: 4}); err != nil {
+		return err
+	}
 	var err error
-	r.cluster, err = localcluster.Create(ctx, fmt.Sprintf("bench-%d", r.n), localcluster.Options{AuditUser: operatorUser, FakeNodes: 4})
-	if err != nil {
-		return err
-	}
 	if r.auditLog, err = r.cluster.AuditLog(ctx); err != nil {
-		return err
-	}
-	if r.procs, err = r.cluster.PIDs(); err != nil {
-		return err
-	}
-	if r.rest, err = r.cluster.Config(); err != nil {
-		return err
-	}
-	if r.c, err = client.New(r.rest, client.Options{Scheme: scheme}); err != nil {
-		return err
-	}
-
-	if err := r.installCRDs(ctx); err != nil {
 		return err
 	}
 	if !r.cfg.skipBaseline {
