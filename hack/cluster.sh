@@ -132,6 +132,23 @@ POLICY
   echo "cluster ${CLUSTER_NAME} is up; kubeconfig: ${KUBECONFIG_PATH}"
 }
 
+# wait_gone SECONDS PID...: true once none of the processes runs (a zombie
+# has exited), false when some still runs after SECONDS.
+wait_gone() {
+  local deadline=$((SECONDS + $1)) pid state
+  shift
+  while ((SECONDS < deadline)); do
+    local alive=0
+    for pid in "$@"; do
+      state=$(awk '{sub(/.*\) /, ""); print $1}' "/proc/${pid}/stat" 2>/dev/null || true)
+      [[ -n "${state}" && "${state}" != Z ]] && alive=1
+    done
+    ((alive)) || return 0
+    sleep 0.2
+  done
+  return 1
+}
+
 down() {
   local node_failed=""
   if [[ -d "${STATE_DIR}/${CLUSTER_NAME}-real-node" ]]; then
@@ -140,7 +157,15 @@ down() {
     KUBECONFIG="${KUBECONFIG_PATH}" NODE_DIR="${STATE_DIR}/${CLUSTER_NAME}-real-node" "${ROOT}/hack/node.sh" down || node_failed=1
   fi
   if [[ -x "${kwokctl}" ]] && exists; then
+    # kwokctl signals the components and returns without waiting for them:
+    # an apiserver may still be shutting down when it is done. Down means
+    # gone, so wait for each (and kill what outlives 30 seconds).
+    local pids=() f
+    for f in "${KWOK_WORKDIR}/clusters/${CLUSTER_NAME}/pids/"*.pid; do
+      [[ -f "${f}" ]] && pids+=("$(<"${f}")")
+    done
     "${kwokctl}" delete cluster --name "${CLUSTER_NAME}"
+    wait_gone 30 "${pids[@]}" || { kill -KILL "${pids[@]}" 2>/dev/null || true; wait_gone 10 "${pids[@]}"; }
   fi
   rm -f "${KUBECONFIG_PATH}" "${STATE_DIR}/${CLUSTER_NAME}-audit-policy.yaml" "${STATE_DIR}/${CLUSTER_NAME}-kwokctl.yaml"
   if [[ -n "${node_failed}" ]]; then
