@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
@@ -86,6 +87,40 @@ func TestDefaultsAreApplied(t *testing.T) {
 	g.Expect(got.Spec.ContainerPort).To(Equal(ptr.To[int32](11211)))
 	g.Expect(got.Spec.Image).To(BeEmpty(), "the operator's default image is not written into the spec")
 	g.Expect(got.Spec.MemoryLimitMiB).To(BeNil())
+}
+
+// A Memcached the operator has not written a status for yet is in
+// progress to kstatus (Flux, kpt, the cli-utils applier): with no
+// status at all kstatus would call it current before any pod exists.
+func TestANewMemcachedReadsAsInProgress(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, env.Client)
+
+	mc := memcached(ns, "fresh", cachev1alpha1.MemcachedSpec{})
+	g.Expect(env.Client.Create(ctx, mc)).To(Succeed())
+
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(cachev1alpha1.GroupVersion.WithKind(cachev1alpha1.Kind))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(mc), u)).To(Succeed())
+	observed, found, err := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(found).To(BeTrue(), "status.observedGeneration is defaulted")
+	g.Expect(observed).To(BeZero())
+	res, err := kstatus.Compute(u)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Status).To(Equal(kstatus.InProgressStatus), res.Message)
+
+	// Once a status names the generation (the operator's apply), it is what
+	// the object says.
+	got := &cachev1alpha1.Memcached{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(mc), got)).To(Succeed())
+	got.Status.ObservedGeneration = got.Generation
+	g.Expect(env.Client.Status().Update(ctx, got)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(mc), u)).To(Succeed())
+	res, err = kstatus.Compute(u)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Status).To(Equal(kstatus.CurrentStatus), res.Message)
 }
 
 func TestValidObjectRoundTrips(t *testing.T) {

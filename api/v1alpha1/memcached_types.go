@@ -320,9 +320,12 @@ type MemcachedStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// observedGeneration is the metadata.generation this status was computed for.
+	// observedGeneration is the metadata.generation this status was computed
+	// for; 0 until the operator first writes the status, so that a Memcached
+	// nothing has looked at yet reads as in progress, never as current.
 	//
 	// +optional
+	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
@@ -420,8 +423,10 @@ type Memcached struct {
 	Spec MemcachedSpec `json:"spec,omitempty"`
 
 	// status is the observed state of the cache, written by the operator.
+	// Until then it reads as observedGeneration 0.
 	//
 	// +optional
+	// +kubebuilder:default={}
 	Status MemcachedStatus `json:"status,omitempty"`
 }
 

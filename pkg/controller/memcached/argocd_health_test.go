@@ -66,7 +66,7 @@ func TestArgoCDHealthCheckOfTheInstallGuide(t *testing.T) {
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(cachev1alpha1.SchemeGroupVersion.WithKind(cachev1alpha1.Kind))
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tt.m), u)).To(Succeed())
-			g.Expect(u.Object).To(HaveKey("status"), "the operator has reported")
+			g.Expect(u.Object).To(HaveKeyWithValue("status", HaveKey("conditions")), "the operator has reported")
 			status, message, err := argoCDHealth(script, u.Object)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(status).To(Equal(tt.status), "%s: %s", tt.m.Name, message)
