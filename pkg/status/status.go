@@ -223,6 +223,14 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) (rollout, string) {
 	return rolloutComplete, fmt.Sprintf("%d of %d pods updated and available", d.Status.AvailableReplicas, want)
 }
 
+// RollingOut tells whether the Deployment is on its way to what m asks
+// for with nothing in the way: the rollout is neither complete, stalled,
+// blocked, nor replacing another Deployment, and the Deployment exists.
+func RollingOut(m *cachev1alpha1.Memcached, obs Observation) bool {
+	r, _ := rolloutOf(m, obs)
+	return r == rolloutInProgress
+}
+
 func notOwnedMessage(kind owned.Kind, name string) string {
 	return fmt.Sprintf("%s %s exists and is not controlled by this Memcached; the operator leaves it alone. Delete or rename it, or rename the Memcached", kind, name)
 }

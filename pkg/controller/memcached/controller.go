@@ -37,9 +37,12 @@ import (
 	"github.com/example/memcached-operator/pkg/status"
 )
 
-// deploymentReportTimeout bounds the wait for the Deployment controller to
-// report on a Deployment the operator just changed. Its report is a watch
-// event that reconciles the Memcached again at once; this is the safety net.
+// deploymentReportTimeout bounds how long, after the operator changed a
+// Deployment, the Memcached's status waits for a report worth writing: the
+// Deployment controller's first report on the change, and, while the
+// status already lags the Memcached's generation, the rollout's end. Each
+// report is a watch event that reconciles the Memcached again at once; this
+// is the safety net, and what a slow rollout's status lags by at most.
 const deploymentReportTimeout = 30 * time.Second
 
 // replaceRecheckInterval is how often a Memcached whose Deployment is being
@@ -133,10 +136,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if wait := reportPending(obs.Deployment, changed, r.now()); wait > 0 && obs.Replacing == "" {
+	if wait := statusWait(m, obs, changed, r.now()); wait > 0 {
 		// Anything written to the status now would be stale within
-		// milliseconds: the Deployment controller is about to report on the
-		// change, and that report reconciles this Memcached again. Until
+		// moments, and say nothing a reader of the status lacks: until
 		// then observedGeneration lags, which reads as "in progress".
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
@@ -273,15 +275,62 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
+// statusWait is how long m's status waits before it is written: while the
+// Deployment controller has not reported on the operator's change yet
+// (reportPending), or while its reports only tell of a rollout on its way
+// (midRollout), for up to deploymentReportTimeout after the change. Every
+// status of a rollout that ends within that time is then written once, at
+// its end: one status write per change instead of one per report.
+func statusWait(m *cachev1alpha1.Memcached, obs status.Observation, justChanged bool, now time.Time) time.Duration {
+	if obs.Replacing != "" {
+		return 0
+	}
+	if wait := reportPending(obs.Deployment, justChanged, now); wait > 0 {
+		return wait
+	}
+	if midRollout(m, obs) {
+		return sinceChange(obs.Deployment, justChanged, now)
+	}
+	return 0
+}
+
+// midRollout tells whether the status obs gives m would only say that the
+// Deployment is rolling out as asked: nothing wrong, the cache still
+// serving if it served, and m's status already lags its generation, so
+// that kstatus, Argo CD's health check and kubectl wait read m as in
+// progress whatever the conditions say (a Memcached nothing has written a
+// status for has observedGeneration 0). A scale-up's moment below the
+// Deployment's minimum availability, with pods serving, is such a status.
+// A rollout the Memcached's generation did not start (a Secret rotated) is
+// written as it goes: its status would otherwise read as current.
+func midRollout(m *cachev1alpha1.Memcached, obs status.Observation) bool {
+	if m.Status.ObservedGeneration >= m.Generation || !status.RollingOut(m, obs) {
+		return false
+	}
+	was := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionAvailable)
+	served := was != nil && was.Status == metav1.ConditionTrue
+	serves := obs.Deployment.Status.AvailableReplicas > 0 || status.Available(m, obs).Status == metav1.ConditionTrue
+	return !served || serves
+}
+
 // reportPending is how long the Deployment controller may still take to
 // report on d: d has a generation it has not observed, and the operator
-// changed d in this reconcile (justChanged), or less than
-// deploymentReportTimeout ago by the time the apiserver recorded on the
-// operator's managed-fields entry (a later reconcile, such as the one the
-// cache seeing the applied Deployment starts). Zero when the report is in,
-// or overdue: a status is then written without it.
+// changed it less than deploymentReportTimeout ago (sinceChange). Zero when
+// the report is in, or overdue: a status is then written without it.
 func reportPending(d *owned.Summary, justChanged bool, now time.Time) time.Duration {
 	if d == nil || d.Status.ObservedGeneration >= d.Generation {
+		return 0
+	}
+	return sinceChange(d, justChanged, now)
+}
+
+// sinceChange is what is left of deploymentReportTimeout since the
+// operator changed d: in this reconcile (justChanged), or by the time the
+// apiserver recorded on the operator's managed-fields entry (a later
+// reconcile, such as the one the cache seeing the applied Deployment
+// starts). Zero when d was not changed by the operator's apply.
+func sinceChange(d *owned.Summary, justChanged bool, now time.Time) time.Duration {
+	if d == nil {
 		return 0
 	}
 	if justChanged {

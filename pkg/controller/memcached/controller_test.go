@@ -449,15 +449,32 @@ func TestCreateAndScaleReadNothing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, k8s)
-	mark := requests.Mark()
-	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)})
-	converged(t, m)
-	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
-	converged(t, m)
-	reads := requests.Since(mark, inNamespace(ns), testenv.NotWatch, func(r testenv.Request) bool { return r.Method == http.MethodGet })
-	g.Expect(reads).To(BeEmpty())
-	writes := requests.Since(mark, inNamespace(ns), testenv.NotWatch)
-	t.Logf("%d requests to create and scale 1 -> 2", len(writes))
+	// Each step costs its applies, its event and one status write: the
+	// Deployment controller's reports on a rollout that ends within
+	// deploymentReportTimeout are not written one by one.
+	step := func(name string, do func(), wantWrites int) {
+		t.Helper()
+		mark := requests.Mark()
+		do()
+		all := requests.Since(mark, inNamespace(ns), testenv.NotWatch)
+		t.Logf("%s: %d requests: %v", name, len(all), all)
+		reads := requests.Since(mark, inNamespace(ns), testenv.NotWatch, func(r testenv.Request) bool { return r.Method == http.MethodGet })
+		g.Expect(reads).To(BeEmpty(), name)
+		statusWrites := requests.Since(mark, inNamespace(ns), testenv.NotWatch, func(r testenv.Request) bool { return strings.HasSuffix(r.Path, "/status") })
+		g.Expect(statusWrites).To(HaveLen(1), "%s: one status write", name)
+		g.Expect(all).To(HaveLen(wantWrites), name)
+	}
+	m := &cachev1alpha1.Memcached{}
+	// The Deployment, the Service, the status, the Created event.
+	step("create", func() {
+		m = newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)})
+		converged(t, m)
+	}, 4)
+	// The Deployment, the PodDisruptionBudget, the status, the Scaled event.
+	step("scale 1 -> 2", func() {
+		g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
+		converged(t, m)
+	}, 4)
 }
 
 // foreignDeployment is a Deployment of one replica made by someone else.

@@ -6,9 +6,13 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/owned"
+	"github.com/example/memcached-operator/pkg/status"
 )
 
 func TestReportPendingWaitsOnlyForAFreshChangeNotYetObserved(t *testing.T) {
@@ -45,6 +49,78 @@ func TestReportPendingWaitsOnlyForAFreshChangeNotYetObserved(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			NewWithT(t).Expect(reportPending(tt.d, tt.just, now)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestStatusWaitsForTheRolloutsEndOnlyWhileTheStatusLags(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	applied := func(ago time.Duration) []metav1.ManagedFieldsEntry {
+		return []metav1.ManagedFieldsEntry{{Manager: owned.FieldManager, Operation: metav1.ManagedFieldsOperationApply, Time: &metav1.Time{Time: now.Add(-ago)}}}
+	}
+	// deployment has replicas desired, of which ready are ready and
+	// available; changed by the operator ago.
+	deployment := func(replicas, ready int32, ago time.Duration, conditions ...appsv1.DeploymentCondition) *owned.Summary {
+		available := appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse}
+		if ready > 0 {
+			available.Status = corev1.ConditionTrue
+		}
+		var others []appsv1.DeploymentCondition
+		for _, c := range conditions {
+			if c.Type == appsv1.DeploymentAvailable {
+				available = c
+			} else {
+				others = append(others, c)
+			}
+		}
+		s, err := owned.Observed(&appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "cache", Generation: 2, ManagedFields: applied(ago)},
+			Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(replicas)},
+			Status: appsv1.DeploymentStatus{
+				ObservedGeneration: 2, Replicas: replicas, UpdatedReplicas: replicas, ReadyReplicas: ready, AvailableReplicas: ready,
+				Conditions: append([]appsv1.DeploymentCondition{available}, others...),
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// memcached has size replicas; its status was written for generation
+	// observed, with Available as available ("" for none).
+	memcached := func(size int32, observed int64, available metav1.ConditionStatus) *cachev1alpha1.Memcached {
+		m := &cachev1alpha1.Memcached{
+			ObjectMeta: metav1.ObjectMeta{Name: "cache", Generation: 2},
+			Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To(size)},
+			Status:     cachev1alpha1.MemcachedStatus{ObservedGeneration: observed},
+		}
+		if available != "" {
+			m.Status.Conditions = []metav1.Condition{{Type: cachev1alpha1.ConditionAvailable, Status: available}}
+		}
+		return m
+	}
+	belowMinimum := appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable"}
+	stalled := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}
+	tests := []struct {
+		name string
+		m    *cachev1alpha1.Memcached
+		obs  status.Observation
+		want time.Duration
+	}{
+		{"created 5 s ago, no pod ready yet", memcached(1, 0, ""), status.Observation{Deployment: deployment(1, 0, 5*time.Second)}, 25 * time.Second},
+		{"created and rolled out", memcached(1, 0, ""), status.Observation{Deployment: deployment(1, 1, 5*time.Second)}, 0},
+		{"scaled 10 s ago, serving meanwhile", memcached(3, 1, metav1.ConditionTrue), status.Observation{Deployment: deployment(3, 1, 10*time.Second)}, 20 * time.Second},
+		{"scaled 40 s ago: the rollout is slow, its progress is written", memcached(3, 1, metav1.ConditionTrue), status.Observation{Deployment: deployment(3, 1, 40*time.Second)}, 0},
+		{"scaled up, below the Deployment's minimum availability, serving", memcached(3, 1, metav1.ConditionTrue), status.Observation{Deployment: deployment(3, 1, 10*time.Second, belowMinimum)}, 20 * time.Second},
+		{"serving no more", memcached(3, 1, metav1.ConditionTrue), status.Observation{Deployment: deployment(3, 0, 10*time.Second)}, 0},
+		{"progress deadline exceeded", memcached(3, 1, metav1.ConditionTrue), status.Observation{Deployment: deployment(3, 1, 10*time.Second, stalled)}, 0},
+		{"rolling out for a generation the status already names (a Secret rotated)", memcached(3, 2, metav1.ConditionTrue), status.Observation{Deployment: deployment(3, 1, 10*time.Second)}, 0},
+		{"replacing another Deployment", memcached(3, 1, metav1.ConditionTrue), status.Observation{Deployment: deployment(3, 1, 10*time.Second), Replacing: "replacing"}, 0},
+		{"no Deployment", memcached(3, 1, metav1.ConditionTrue), status.Observation{}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(statusWait(tt.m, tt.obs, false, now)).To(Equal(tt.want))
 		})
 	}
 }
