@@ -123,6 +123,7 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: status
       type:
         namedType: com.github.example.memcached-operator.api.v1alpha1.MemcachedStatus
+      default: {}
 - name: com.github.example.memcached-operator.api.v1alpha1.MemcachedSpec
   map:
     fields:
@@ -226,6 +227,7 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: observedGeneration
       type:
         scalar: numeric
+      default: 0
     - name: readyReplicas
       type:
         scalar: numeric

@@ -42,6 +42,7 @@ type MemcachedApplyConfiguration struct {
 	// spec is the desired state of the cache.
 	Spec *MemcachedSpecApplyConfiguration `json:"spec,omitempty"`
 	// status is the observed state of the cache, written by the operator.
+	// Until then it reads as observedGeneration 0.
 	Status *MemcachedStatusApplyConfiguration `json:"status,omitempty"`
 }
 

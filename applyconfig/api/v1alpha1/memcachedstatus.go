@@ -33,7 +33,9 @@ type MemcachedStatusApplyConfiguration struct {
 	// GitOps tools read. Other controllers may add conditions of their own
 	// types; the operator leaves them alone.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
-	// observedGeneration is the metadata.generation this status was computed for.
+	// observedGeneration is the metadata.generation this status was computed
+	// for; 0 until the operator first writes the status, so that a Memcached
+	// nothing has looked at yet reads as in progress, never as current.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// replicas is the number of memcached pods that exist (the scale
 	// subresource's status replica count).
