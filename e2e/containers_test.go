@@ -271,16 +271,19 @@ func TestRollingImageChangeKeepsServing(t *testing.T) {
 			g, c := NewWithT(t), kube(t, cfg)
 			m := mustGet(t, c, key())
 			host, port, _ := net.SplitHostPort(serviceAddress(t, c, key()))
-			// Samples for 100 s (the rollout takes less): "serving N" per
-			// sample, the count of addresses that answer. busybox's
-			// nslookup does not search: the name is fully qualified.
+			// Samples for 100 s (the rollout takes less): "serving N of
+			// ADDRESSES" per sample, the count of addresses that answer and
+			// of those DNS gave, with the time and the silent addresses.
+			// busybox's nslookup does not search: the name is fully
+			// qualified.
 			probe := fmt.Sprintf(`end=$(( $(date +%%s) + 100 ))
 while [ "$(date +%%s)" -lt "$end" ]; do
-  n=0
+  n=0; a=0; silent=""
   for ip in $(nslookup %s.cluster.local 2>/dev/null | awk '/^Name:/ {answer=1} answer && /^Address/ {print $NF}'); do
-    printf 'version\r\nquit\r\n' | nc -w 1 "$ip" %s 2>/dev/null | grep -q '^VERSION ' && n=$((n+1))
+    a=$((a+1))
+    if printf 'version\r\nquit\r\n' | nc -w 1 "$ip" %s 2>/dev/null | grep -q '^VERSION '; then n=$((n+1)); else silent="$silent $ip"; fi
   done
-  echo "serving $n"
+  echo "serving $n of $a at $(date +%%T)$silent"
   sleep 0.1
 done`, host, port)
 			startClient(t, cfg, ns, "probe", probe)
@@ -303,12 +306,15 @@ done`, host, port)
 			t.Logf("rollout of %d pods took %s", size, time.Since(start).Round(time.Second))
 
 			out := clientOutput(t, cfg, ns, "probe")
-			counts := regexp.MustCompile(`(?m)^serving (\d+)$`).FindAllStringSubmatch(out, -1)
+			counts := regexp.MustCompile(`(?m)^serving (\d+) of \d+ at .*$`).FindAllStringSubmatch(out, -1)
 			g.Expect(len(counts)).To(BeNumerically(">", 100), "sampled throughout:\n%s", out)
 			lowest, highest := size, 0
 			for _, c := range counts {
 				n, _ := strconv.Atoi(c[1])
 				lowest, highest = min(lowest, n), max(highest, n)
+				if n < size {
+					t.Logf("sample: %s", c[0])
+				}
 			}
 			t.Logf("%d samples from a client pod, %d to %d serving pods", len(counts), lowest, highest)
 			g.Expect(lowest).To(Equal(size), "never fewer than size pods serving")
