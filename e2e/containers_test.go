@@ -256,7 +256,9 @@ func TestMemcachedSettings(t *testing.T) {
 // before an old one goes, and an old pod serving until it has left the
 // Service's endpoints: a client pod that resolves the Service every 100 ms
 // and asks every address for memcached's version never finds fewer than
-// size pods answering, from before the change until after it.
+// size pods answering, from the first sample where DNS gives all size pods
+// (before the change) until after the rollout. A timeline of the pods and
+// the Service's EndpointSlices is logged when a sample falls short.
 func TestRollingImageChangeKeepsServing(t *testing.T) {
 	var ns string
 	const size = 3
@@ -271,29 +273,51 @@ func TestRollingImageChangeKeepsServing(t *testing.T) {
 			g, c := NewWithT(t), kube(t, cfg)
 			m := mustGet(t, c, key())
 			host, port, _ := net.SplitHostPort(serviceAddress(t, c, key()))
-			// Samples for 100 s (the rollout takes less): "serving N of
-			// ADDRESSES" per sample, the count of addresses that answer and
-			// of those DNS gave, with the time and the silent addresses.
-			// busybox's nslookup does not search: the name is fully
-			// qualified.
-			probe := fmt.Sprintf(`end=$(( $(date +%%s) + 100 ))
-while [ "$(date +%%s)" -lt "$end" ]; do
+			// Each sample prints the count of addresses that answer and of
+			// those DNS gave ("serving N of ADDRESSES"), with the time and
+			// the silent addresses. The probe first waits until DNS gives
+			// size addresses that all answer: the Service's endpoints and
+			// the cluster DNS may lag the Deployment's ready count that
+			// convergence is read from. Then it samples for 100 s (the
+			// rollout takes less). busybox's nslookup does not search: the
+			// name is fully qualified.
+			probe := fmt.Sprintf(`sample() {
   n=0; a=0; silent=""
-  for ip in $(nslookup %s.cluster.local 2>/dev/null | awk '/^Name:/ {answer=1} answer && /^Address/ {print $NF}'); do
+  for ip in $(nslookup %[1]s.cluster.local 2>/dev/null | awk '/^Name:/ {answer=1} answer && /^Address/ {print $NF}'); do
     a=$((a+1))
-    if printf 'version\r\nquit\r\n' | nc -w 1 "$ip" %s 2>/dev/null | grep -q '^VERSION '; then n=$((n+1)); else silent="$silent $ip"; fi
+    if printf 'version\r\nquit\r\n' | nc -w 1 "$ip" %[2]s 2>/dev/null | grep -q '^VERSION '; then n=$((n+1)); else silent="$silent $ip"; fi
   done
+}
+end=$(( $(date +%%s) + 60 ))
+sample
+until [ "$n" -eq %[3]d ] && [ "$a" -eq %[3]d ]; do
+  echo "before the baseline: $n of $a at $(date +%%T)$silent"
+  [ "$(date +%%s)" -lt "$end" ] || exit 1
+  sleep 0.1
+  sample
+done
+echo "baseline at $(date +%%T)"
+end=$(( $(date +%%s) + 100 ))
+while [ "$(date +%%s)" -lt "$end" ]; do
+  sample
   echo "serving $n of $a at $(date +%%T)$silent"
   sleep 0.1
-done`, host, port)
+done`, host, port, size)
 			startClient(t, cfg, ns, "probe", probe)
+			g.Eventually(func(g Gomega) {
+				out, err := kubectl(ctx, cfg, "", "logs", "-n", ns, "probe")
+				g.Expect(err).NotTo(HaveOccurred(), out)
+				g.Expect(out).To(ContainSubstring("baseline at "))
+			}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed(), "DNS gives the client size addresses that answer")
+			selector := desired.SelectorLabels(m)
+			stopRecord := recordRollout(t, c, ns, strings.Split(host, ".")[0], selector)
 			time.Sleep(5 * time.Second) // samples before the change
 
 			_, next := memcachedImages()
 			patch := fmt.Sprintf(`{"spec":{"image":%q}}`, next)
 			g.Expect(c.Patch(ctx, m, client.RawPatch("application/merge-patch+json", []byte(patch)))).To(Succeed())
 			start := time.Now()
-			selector := desired.SelectorLabels(m)
+			t.Logf("image changed at %s", start.Format("15:04:05"))
 			g.Eventually(func(g Gomega) {
 				pods := &corev1.PodList{}
 				g.Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(selector))).To(Succeed())
@@ -305,6 +329,7 @@ done`, host, port)
 			converged(t, c, key(), size)
 			t.Logf("rollout of %d pods took %s", size, time.Since(start).Round(time.Second))
 
+			record := stopRecord()
 			out := clientOutput(t, cfg, ns, "probe")
 			counts := regexp.MustCompile(`(?m)^serving (\d+) of \d+ at .*$`).FindAllStringSubmatch(out, -1)
 			g.Expect(len(counts)).To(BeNumerically(">", 100), "sampled throughout:\n%s", out)
@@ -316,7 +341,15 @@ done`, host, port)
 					t.Logf("sample: %s", c[0])
 				}
 			}
-			t.Logf("%d samples from a client pod, %d to %d serving pods", len(counts), lowest, highest)
+			if before := regexp.MustCompile(`(?m)^before the baseline: .*$`).FindAllString(out, -1); len(before) > 0 {
+				t.Logf("before the baseline: %d samples, the last %s", len(before), before[len(before)-1])
+			}
+			t.Logf("%d samples from a client pod, %d to %d serving pods; the Service's slices held %d ready addresses or more",
+				len(counts), lowest, highest, record.FewestReady)
+			if lowest < size || record.FewestReady < size {
+				t.Logf("pods and EndpointSlices:\n%s", strings.Join(record.Timeline, "\n"))
+			}
+			g.Expect(record.FewestReady).To(BeNumerically(">=", size), "the Service never holds fewer than size ready addresses")
 			g.Expect(lowest).To(Equal(size), "never fewer than size pods serving")
 			return ctx
 		}).

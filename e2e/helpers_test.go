@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,10 +12,12 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -130,4 +133,130 @@ func columns(out string) map[string]string {
 		}
 	}
 	return m
+}
+
+// rolloutRecord is a timeline of a Service's pods and EndpointSlices, as
+// the watches of recordRollout saw them.
+type rolloutRecord struct {
+	// Timeline has one line per change, with the time it was seen.
+	Timeline []string
+	// FewestReady is the fewest ready addresses the Service's
+	// EndpointSlices held together at any moment of the record.
+	FewestReady int
+}
+
+// recordRollout watches the pods matching selector and the EndpointSlices
+// of service in ns from their current state until stop is called: which
+// pod turned ready or began to terminate, and which addresses the
+// Service's slices held as ready after each change.
+func recordRollout(t *testing.T, c client.WithWatch, ns, service string, selector map[string]string) (stop func() rolloutRecord) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	g := NewWithT(t)
+	slices := &discoveryv1.EndpointSliceList{}
+	bySlice := client.MatchingLabels{discoveryv1.LabelServiceName: service}
+	g.Expect(c.List(ctx, slices, client.InNamespace(ns), bySlice)).To(Succeed())
+	sliceWatch, err := c.Watch(ctx, &discoveryv1.EndpointSliceList{}, client.InNamespace(ns), bySlice,
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: slices.ResourceVersion}})
+	g.Expect(err).NotTo(HaveOccurred())
+	pods := &corev1.PodList{}
+	g.Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(selector))).To(Succeed())
+	podWatch, err := c.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns), client.MatchingLabels(selector),
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: pods.ResourceVersion}})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	readyBySlice := map[string][]string{}
+	readyCount := func() int {
+		all := map[string]bool{}
+		for _, addrs := range readyBySlice {
+			for _, a := range addrs {
+				all[a] = true
+			}
+		}
+		return len(all)
+	}
+	readyOf := func(s *discoveryv1.EndpointSlice) []string {
+		var addrs []string
+		for _, ep := range s.Endpoints {
+			if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
+				addrs = append(addrs, ep.Addresses...)
+			}
+		}
+		return addrs
+	}
+	for i := range slices.Items {
+		readyBySlice[slices.Items[i].Name] = readyOf(&slices.Items[i])
+	}
+	podState := func(p *corev1.Pod) string {
+		state := "not ready"
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				state = "ready"
+			}
+		}
+		if p.DeletionTimestamp != nil {
+			state += ", terminating"
+		}
+		return fmt.Sprintf("%s %s (%s)", p.Name, p.Status.PodIP, state)
+	}
+	lastPod := map[string]string{}
+	for i := range pods.Items {
+		lastPod[pods.Items[i].Name] = podState(&pods.Items[i])
+	}
+
+	rec := rolloutRecord{FewestReady: readyCount()}
+	note := func(format string, args ...any) {
+		rec.Timeline = append(rec.Timeline, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
+	}
+	note("start: %d ready addresses %v; pods %v", rec.FewestReady, readyBySlice, lastPod)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sliceEvents, podEvents := sliceWatch.ResultChan(), podWatch.ResultChan()
+		for sliceEvents != nil || podEvents != nil {
+			select {
+			case ev, ok := <-sliceEvents:
+				if !ok {
+					sliceEvents = nil
+					continue
+				}
+				s, isSlice := ev.Object.(*discoveryv1.EndpointSlice)
+				if !isSlice {
+					continue
+				}
+				if ev.Type == watch.Deleted {
+					delete(readyBySlice, s.Name)
+				} else {
+					readyBySlice[s.Name] = readyOf(s)
+				}
+				n := readyCount()
+				rec.FewestReady = min(rec.FewestReady, n)
+				note("slice %s %s: ready %v; %d ready in all", s.Name, ev.Type, readyBySlice[s.Name], n)
+			case ev, ok := <-podEvents:
+				if !ok {
+					podEvents = nil
+					continue
+				}
+				p, isPod := ev.Object.(*corev1.Pod)
+				if !isPod {
+					continue
+				}
+				state := podState(p)
+				if ev.Type == watch.Deleted {
+					state = p.Name + " deleted"
+				}
+				if lastPod[p.Name] != state {
+					lastPod[p.Name] = state
+					note("pod %s", state)
+				}
+			}
+		}
+	}()
+	return func() rolloutRecord {
+		sliceWatch.Stop()
+		podWatch.Stop()
+		cancel()
+		<-done
+		return rec
+	}
 }
