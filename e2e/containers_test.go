@@ -18,6 +18,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -169,11 +170,32 @@ func runningMemcached(t *testing.T, cfg *envconf.Config, key client.ObjectKey, s
 	converged(t, c, key, *spec.Size)
 }
 
+// serviceAddress is the address in the status of the Memcached key, once
+// the Service's EndpointSlices hold as many ready addresses as the
+// Memcached's size: they may lag the Deployment's ready count that
+// convergence is read from, and a client resolving the name before then
+// would find fewer pods (and its DNS cache keep that answer a while).
 func serviceAddress(t *testing.T, c client.Client, key client.ObjectKey) string {
 	t.Helper()
+	g := NewWithT(t)
 	m := &cachev1alpha1.Memcached{}
-	NewWithT(t).Expect(c.Get(context.Background(), key, m)).To(Succeed())
-	NewWithT(t).Expect(m.Status.Service).NotTo(BeNil(), "status.service")
+	g.Expect(c.Get(context.Background(), key, m)).To(Succeed())
+	g.Expect(m.Status.Service).NotTo(BeNil(), "status.service")
+	host, _, err := net.SplitHostPort(m.Status.Service.Address)
+	g.Expect(err).NotTo(HaveOccurred())
+	service := strings.Split(host, ".")[0]
+	g.Eventually(func(g Gomega) {
+		slices := &discoveryv1.EndpointSliceList{}
+		g.Expect(c.List(context.Background(), slices, client.InNamespace(key.Namespace),
+			client.MatchingLabels{discoveryv1.LabelServiceName: service})).To(Succeed())
+		ready := map[string]bool{}
+		for i := range slices.Items {
+			for _, a := range readyAddresses(&slices.Items[i]) {
+				ready[a] = true
+			}
+		}
+		g.Expect(ready).To(HaveLen(int(*m.Spec.Size)), "ready addresses of Service %s", service)
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	return m.Status.Service.Address
 }
 

@@ -135,6 +135,18 @@ func columns(out string) map[string]string {
 	return m
 }
 
+// readyAddresses are the addresses of the endpoints of s that are ready
+// (an unknown state counts as ready, as the API says to read it).
+func readyAddresses(s *discoveryv1.EndpointSlice) []string {
+	var addrs []string
+	for _, ep := range s.Endpoints {
+		if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
+			addrs = append(addrs, ep.Addresses...)
+		}
+	}
+	return addrs
+}
+
 // rolloutRecord is a timeline of a Service's pods and EndpointSlices, as
 // the watches of recordRollout saw them.
 type rolloutRecord struct {
@@ -175,17 +187,8 @@ func recordRollout(t *testing.T, c client.WithWatch, ns, service string, selecto
 		}
 		return len(all)
 	}
-	readyOf := func(s *discoveryv1.EndpointSlice) []string {
-		var addrs []string
-		for _, ep := range s.Endpoints {
-			if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
-				addrs = append(addrs, ep.Addresses...)
-			}
-		}
-		return addrs
-	}
 	for i := range slices.Items {
-		readyBySlice[slices.Items[i].Name] = readyOf(&slices.Items[i])
+		readyBySlice[slices.Items[i].Name] = readyAddresses(&slices.Items[i])
 	}
 	podState := func(p *corev1.Pod) string {
 		state := "not ready"
@@ -227,7 +230,7 @@ func recordRollout(t *testing.T, c client.WithWatch, ns, service string, selecto
 				if ev.Type == watch.Deleted {
 					delete(readyBySlice, s.Name)
 				} else {
-					readyBySlice[s.Name] = readyOf(s)
+					readyBySlice[s.Name] = readyAddresses(s)
 				}
 				n := readyCount()
 				rec.FewestReady = min(rec.FewestReady, n)
