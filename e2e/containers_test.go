@@ -181,9 +181,7 @@ func serviceAddress(t *testing.T, c client.Client, key client.ObjectKey) string 
 	m := &cachev1alpha1.Memcached{}
 	g.Expect(c.Get(context.Background(), key, m)).To(Succeed())
 	g.Expect(m.Status.Service).NotTo(BeNil(), "status.service")
-	host, _, err := net.SplitHostPort(m.Status.Service.Address)
-	g.Expect(err).NotTo(HaveOccurred())
-	service := strings.Split(host, ".")[0]
+	service := key.Name // the operator's Service has the Memcached's name
 	g.Eventually(func(g Gomega) {
 		slices := &discoveryv1.EndpointSliceList{}
 		g.Expect(c.List(context.Background(), slices, client.InNamespace(key.Namespace),
@@ -332,7 +330,7 @@ done`, host, port, size)
 				g.Expect(out).To(ContainSubstring("baseline at "))
 			}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed(), "DNS gives the client size addresses that answer")
 			selector := desired.SelectorLabels(m)
-			stopRecord := recordRollout(t, c, ns, strings.Split(host, ".")[0], selector)
+			stopRecord := recordRollout(t, c, ns, key().Name, selector)
 			time.Sleep(5 * time.Second) // samples before the change
 
 			_, next := memcachedImages()

@@ -176,6 +176,12 @@ func recordRollout(t *testing.T, c client.WithWatch, ns, service string, selecto
 	podWatch, err := c.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns), client.MatchingLabels(selector),
 		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: pods.ResourceVersion}})
 	g.Expect(err).NotTo(HaveOccurred())
+	// A test that fails before it calls stop still ends the watches.
+	t.Cleanup(func() {
+		sliceWatch.Stop()
+		podWatch.Stop()
+		cancel()
+	})
 
 	readyBySlice := map[string][]string{}
 	readyCount := func() int {
