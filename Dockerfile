@@ -7,7 +7,6 @@ RUN go mod download
 COPY api/ api/
 COPY applyconfig/ applyconfig/
 COPY cmd/ cmd/
-COPY internal/ internal/
 COPY pkg/ pkg/
 RUN CGO_ENABLED=0 go build -trimpath -o manager ./cmd
 

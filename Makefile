@@ -93,8 +93,9 @@ test-e2e: k8s-binaries build helm $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-p
 
 FUZZTIME ?= 60s
 .PHONY: fuzz
-fuzz: k8s-binaries ## Fuzz the builders and the summary rule against a real kube-apiserver for FUZZTIME (60s); finds go to pkg/desired/testdata/fuzz.
+fuzz: k8s-binaries ## Fuzz the builders and the apply-skipping rule against a real kube-apiserver for FUZZTIME (60s) each; finds go to each package's testdata/fuzz.
 	go test -tags integration ./pkg/desired -run '^$$' -fuzz FuzzAdmittedSpecGivesAcceptedDeployment -fuzztime $(FUZZTIME) -fuzzminimizetime 100x
+	go test -tags integration ./pkg/owned -run '^$$' -fuzz FuzzRecordedObjectAppliesNothing -fuzztime $(FUZZTIME) -fuzzminimizetime 100x
 
 .PHONY: bench-check
 bench-check: k8s-binaries build ## A small benchmark (20 Memcacheds, no baseline) that fails when a hard promise breaks: any 409, any request at rest.

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/example/memcached-operator/internal/operator"
+	"github.com/example/memcached-operator/pkg/operator"
 	"github.com/example/memcached-operator/pkg/controller/memcached"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/golimit"

@@ -40,8 +40,8 @@ import (
 	"sigs.k8s.io/e2e-framework/support/kind"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/internal/localcluster"
-	"github.com/example/memcached-operator/internal/repo"
+	"github.com/example/memcached-operator/internal/testsupport/localcluster"
+	"github.com/example/memcached-operator/internal/testsupport/repo"
 )
 
 var (

@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
-	"github.com/example/memcached-operator/internal/hostoperator"
+	"github.com/example/memcached-operator/internal/testsupport/hostoperator"
 	"github.com/example/memcached-operator/pkg/desired"
 )
 

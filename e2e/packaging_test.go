@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/internal/olm"
-	"github.com/example/memcached-operator/internal/repo"
+	"github.com/example/memcached-operator/internal/testsupport/olm"
+	"github.com/example/memcached-operator/internal/testsupport/repo"
 )
 
 // servesOnly creates a Memcached on the real node in each of watched and

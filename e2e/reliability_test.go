@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	operatorpkg "github.com/example/memcached-operator/internal/operator"
+	operatorpkg "github.com/example/memcached-operator/pkg/operator"
 )
 
 // The operator is killed mid-rollout and restarted, then runs as two

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/internal/tutorial"
+	"github.com/example/memcached-operator/internal/testsupport/tutorial"
 	"github.com/example/memcached-operator/pkg/desired"
 )
 

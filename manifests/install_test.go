@@ -32,11 +32,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/internal/jsonconv"
-	"github.com/example/memcached-operator/internal/localcluster"
-	"github.com/example/memcached-operator/internal/repo"
-	"github.com/example/memcached-operator/internal/testcerts"
-	"github.com/example/memcached-operator/internal/testenv"
+	"github.com/example/memcached-operator/pkg/jsonconv"
+	"github.com/example/memcached-operator/internal/testsupport/localcluster"
+	"github.com/example/memcached-operator/internal/testsupport/repo"
+	"github.com/example/memcached-operator/internal/testsupport/testcerts"
+	"github.com/example/memcached-operator/internal/testsupport/testenv"
 	"github.com/example/memcached-operator/pkg/desired"
 )
 

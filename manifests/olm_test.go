@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/internal/olm"
-	"github.com/example/memcached-operator/internal/repo"
-	"github.com/example/memcached-operator/internal/testenv"
+	"github.com/example/memcached-operator/internal/testsupport/olm"
+	"github.com/example/memcached-operator/internal/testsupport/repo"
+	"github.com/example/memcached-operator/internal/testsupport/testenv"
 )
 
 // TestBundleRunsTheOperatorInATargetNamespace does with the bundle's CSV

@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/internal/repo"
-	"github.com/example/memcached-operator/internal/testenv"
-	"github.com/example/memcached-operator/internal/tutorial"
+	"github.com/example/memcached-operator/internal/testsupport/repo"
+	"github.com/example/memcached-operator/internal/testsupport/testenv"
+	"github.com/example/memcached-operator/internal/testsupport/tutorial"
 	"github.com/example/memcached-operator/pkg/desired"
 )
 

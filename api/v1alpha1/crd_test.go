@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/internal/testenv"
+	"github.com/example/memcached-operator/internal/testsupport/testenv"
 )
 
 var env *testenv.Env

@@ -9,7 +9,8 @@
 //
 // The files: run.go drives one run (its phases and their measurement),
 // workload.go what the phases do to the cluster, operator.go the operator
-// process, audit.go the audit log, report.go the markdown report.
+// process, audit.go the audit log, stages.go where each Memcached's time
+// to converge goes, report.go the markdown report.
 package main
 
 import (

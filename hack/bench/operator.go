@@ -13,8 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/example/memcached-operator/internal/hostoperator"
-	"github.com/example/memcached-operator/internal/repo"
+	"github.com/example/memcached-operator/internal/testsupport/hostoperator"
+	"github.com/example/memcached-operator/internal/testsupport/repo"
 	"github.com/example/memcached-operator/pkg/desired"
 )
 

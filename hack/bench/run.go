@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/internal/localcluster"
-	"github.com/example/memcached-operator/internal/operator"
-	"github.com/example/memcached-operator/internal/repo"
+	"github.com/example/memcached-operator/internal/testsupport/localcluster"
+	"github.com/example/memcached-operator/pkg/operator"
+	"github.com/example/memcached-operator/internal/testsupport/repo"
 )
 
 const (

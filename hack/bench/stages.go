@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/internal/hostoperator"
+	"github.com/example/memcached-operator/internal/testsupport/hostoperator"
 )
 
 // tracker follows each Memcached of a phase through the stages of its

@@ -16,7 +16,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/example/memcached-operator/internal/repo"
+	"github.com/example/memcached-operator/internal/testsupport/repo"
 )
 
 // explained are the validators' findings on the bundle that are accepted:

@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/example/memcached-operator/internal/repo"
+	"github.com/example/memcached-operator/internal/testsupport/repo"
 )
 
 func main() {

@@ -25,7 +25,7 @@ import (
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/internal/jsonconv"
+	"github.com/example/memcached-operator/pkg/jsonconv"
 	"github.com/example/memcached-operator/pkg/secrets"
 )
 

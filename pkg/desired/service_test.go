@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/internal/jsonconv"
+	"github.com/example/memcached-operator/pkg/jsonconv"
 )
 
 func TestService(t *testing.T) {

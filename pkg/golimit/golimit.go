@@ -5,9 +5,9 @@ package golimit
 // Ratio is the share of the container's memory limit that the operator
 // sets as the Go runtime's memory limit (GOMEMLIMIT). The rest is for what
 // the Go runtime does not count and the kernel charges to the container
-// all the same: the binary's own resident pages, 40 to 45 MiB of the 78 MB
-// binary when measured with 10,000 Memcacheds (docs/benchmarks.md). At 90%
-// of a 256Mi limit the Go heap alone could fill the container.
+// all the same: the binary's own resident pages, which at 90% of the
+// manifests' limit left the Go heap room to fill the container
+// (docs/benchmarks.md has the measurements).
 const Ratio = 0.75
 
 // Of is the Go memory limit for a container memory limit, in bytes.

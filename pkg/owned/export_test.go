@@ -2,7 +2,4 @@ package owned
 
 // For the tests in package owned_test, which also use package status (which
 // imports this one).
-var (
-	AppliedFields   = appliedFields
-	AppliedFieldsOf = appliedFieldsOf
-)
+var AppliedFields = appliedFields

@@ -17,11 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	policyv1client "k8s.io/client-go/kubernetes/typed/policy/v1"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -108,19 +108,21 @@ func (s *Store) Unseen(k Kind, key types.NamespacedName) (*Summary, bool) {
 
 // NewStore returns a Store of the objects labelled with selector in
 // namespaces (all namespaces when empty), watched with the configuration
-// and HTTP client of a manager. Every resync, its informers hand each
-// object to their handlers again (0: never), as the manager's cache does
-// with its SyncPeriod: the controller's periodic look at every Memcached. It uses the typed clients of the three
-// kinds only: client-go's informer factory would link every API group's
-// informers into the binary (26 MB, and resident pages with them).
+// and HTTP client of a manager, and summarized with schemas. Every resync,
+// its informers hand each object to their handlers again (0: never), as the
+// manager's cache does with its SyncPeriod: the controller's periodic look
+// at every Memcached. It uses the typed clients of the owned kinds only:
+// client-go's informer factory would link every API group's informers into
+// the binary (docs/benchmarks.md has what that cost).
 //
-// With serviceMonitors, it watches the Prometheus Operator's ServiceMonitors
-// too: only in a cluster that serves them (see LearnServiceMonitors).
+// When schemas know ServiceMonitors, it watches the Prometheus Operator's
+// ServiceMonitors too: only in a cluster that serves them (see
+// LearnSchemas).
 //
 // others selects the objects that do not carry the operator's label (the
 // complement of selector): the store keeps their metadata, trimmed to
 // names, UIDs and controller references (see Other).
-func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector, others labels.Selector, resync time.Duration, serviceMonitors bool) (*Store, error) {
+func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector, others labels.Selector, resync time.Duration, schemas *Schemas) (*Store, error) {
 	apps, err := appsv1client.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, err
@@ -141,103 +143,73 @@ func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector, 
 	if err != nil {
 		return nil, err
 	}
+	// Each kind the store watches: its REST client and resource, and the
+	// type its watch decodes into.
+	type watched struct {
+		kind    Kind
+		client  rest.Interface
+		gvr     schema.GroupVersionResource
+		example runtime.Object
+	}
+	kinds := []watched{
+		{KindDeployment, apps.RESTClient(), appsv1.SchemeGroupVersion.WithResource("deployments"), &appsv1.Deployment{}},
+		{KindService, core.RESTClient(), corev1.SchemeGroupVersion.WithResource("services"), &corev1.Service{}},
+		{KindPodDisruptionBudget, policy.RESTClient(), policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), &policyv1.PodDisruptionBudget{}},
+	}
+	if schemas.ServiceMonitors() {
+		kinds = append(kinds, watched{KindServiceMonitor, monitoring.RESTClient(), monitoringv1.SchemeGroupVersion.WithResource(monitoringv1.ServiceMonitorName), &monitoringv1.ServiceMonitor{}})
+	}
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
-	sel := selector.String()
 	s := &Store{
 		resync:    resync,
 		informers: map[Kind]map[string]toolscache.SharedIndexInformer{},
 		others:    map[Kind]map[string]toolscache.SharedIndexInformer{},
 		created:   map[createdKey]created{},
 	}
-	kinds := map[Kind]schema.GroupVersionResource{
-		KindDeployment:          appsv1.SchemeGroupVersion.WithResource("deployments"),
-		KindService:             corev1.SchemeGroupVersion.WithResource("services"),
-		KindPodDisruptionBudget: policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"),
-	}
-	if serviceMonitors {
-		kinds[KindServiceMonitor] = monitoringv1.SchemeGroupVersion.WithResource(monitoringv1.ServiceMonitorName)
+	summarize := func(obj any) (any, error) {
+		o, ok := obj.(client.Object)
+		if !ok {
+			return obj, nil // a tombstone: its object was summarized before
+		}
+		return Summarize(o, schemas)
 	}
 	for _, ns := range namespaces {
-		for k, gvr := range kinds {
-			s.addOthers(k, ns, meta.Resource(gvr).Namespace(ns), others.String())
-		}
-		s.add(KindDeployment, ns, &appsv1.Deployment{}, listWatch(sel,
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return apps.Deployments(ns).List(ctx, o)
-			},
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return apps.Deployments(ns).Watch(ctx, o)
-			}))
-		s.add(KindService, ns, &corev1.Service{}, listWatch(sel,
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return core.Services(ns).List(ctx, o)
-			},
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return core.Services(ns).Watch(ctx, o)
-			}))
-		s.add(KindPodDisruptionBudget, ns, &policyv1.PodDisruptionBudget{}, listWatch(sel,
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return policy.PodDisruptionBudgets(ns).List(ctx, o)
-			},
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return policy.PodDisruptionBudgets(ns).Watch(ctx, o)
-			}))
-		if serviceMonitors {
-			s.add(KindServiceMonitor, ns, &monitoringv1.ServiceMonitor{}, listWatch(sel,
-				func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-					return monitoring.ServiceMonitors(ns).List(ctx, o)
-				},
-				func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-					return monitoring.ServiceMonitors(ns).Watch(ctx, o)
-				}))
+		for _, k := range kinds {
+			lw := toolscache.NewFilteredListWatchFromClient(k.client, k.gvr.Resource, ns, withSelector(selector))
+			s.add(s.informers, k.kind, ns, newInformer(lw, k.example, fmt.Sprintf("%s summaries", k.kind), s.resync, summarize))
+			others := metadatainformer.NewFilteredMetadataInformer(meta, k.gvr, ns, 0, toolscache.Indexers{}, withSelector(others)).Informer()
+			// Before the informer starts, so it holds nothing but names.
+			_ = others.SetTransform(trimOther)
+			s.add(s.others, k.kind, ns, others)
 		}
 	}
 	return s, nil
 }
 
-// listWatch lists and watches with the label selector sel.
-func listWatch(sel string, list toolscache.ListWithContextFunc, watchFn toolscache.WatchFuncWithContext) *toolscache.ListWatch {
-	return &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = sel
-			return list(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = sel
-			return watchFn(ctx, o)
-		},
-	}
+// withSelector sets a list or watch's label selector to sel.
+func withSelector(sel labels.Selector) func(*metav1.ListOptions) {
+	return func(o *metav1.ListOptions) { o.LabelSelector = sel.String() }
 }
 
-func (s *Store) add(k Kind, ns string, example runtime.Object, lw *toolscache.ListWatch) {
+// newInformer is an informer of lw's objects, each replaced by what
+// transform makes of it before the informer holds it.
+func newInformer(lw *toolscache.ListWatch, example runtime.Object, description string, resync time.Duration, transform toolscache.TransformFunc) toolscache.SharedIndexInformer {
 	inf := toolscache.NewSharedIndexInformerWithOptions(lw, example, toolscache.SharedIndexInformerOptions{
-		ObjectDescription: fmt.Sprintf("%s summaries", k),
-		ResyncPeriod:      s.resync,
+		ObjectDescription: description,
+		ResyncPeriod:      resync,
 	})
 	// Before the informer starts, so it holds nothing but summaries.
-	_ = inf.SetTransform(summarize)
-	if s.informers[k] == nil {
-		s.informers[k] = map[string]toolscache.SharedIndexInformer{}
-	}
-	s.informers[k][ns] = inf
+	_ = inf.SetTransform(transform)
+	return inf
 }
 
-// addOthers watches the metadata of the objects of kind k in ns that sel
-// selects, trimmed by trimOther.
-func (s *Store) addOthers(k Kind, ns string, r metadata.ResourceInterface, sel string) {
-	lw := listWatch(sel,
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return r.List(ctx, o) },
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return r.Watch(ctx, o) })
-	inf := toolscache.NewSharedIndexInformerWithOptions(lw, &metav1.PartialObjectMetadata{}, toolscache.SharedIndexInformerOptions{
-		ObjectDescription: fmt.Sprintf("%s names", k),
-	})
-	_ = inf.SetTransform(trimOther)
-	if s.others[k] == nil {
-		s.others[k] = map[string]toolscache.SharedIndexInformer{}
+func (s *Store) add(set map[Kind]map[string]toolscache.SharedIndexInformer, k Kind, ns string, inf toolscache.SharedIndexInformer) {
+	if set[k] == nil {
+		set[k] = map[string]toolscache.SharedIndexInformer{}
 	}
-	s.others[k][ns] = inf
+	set[k][ns] = inf
 }
 
 // trimOther keeps of an object's metadata what Other returns: the name,
@@ -264,32 +236,7 @@ func trimOther(obj any) (any, error) {
 // removed. It holds what the store's watch has seen, so an object created
 // a moment ago may not be there yet.
 func (s *Store) Other(k Kind, key types.NamespacedName) (*metav1.PartialObjectMetadata, bool, error) {
-	inf, ok := s.others[k][key.Namespace]
-	if !ok {
-		inf, ok = s.others[k][""]
-	}
-	if !ok {
-		return nil, false, fmt.Errorf("namespace %s is not watched", key.Namespace)
-	}
-	item, exists, err := inf.GetIndexer().GetByKey(key.String())
-	if err != nil || !exists {
-		return nil, false, err
-	}
-	o, ok := item.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return nil, false, fmt.Errorf("the store holds a %T for %s %s", item, k, key)
-	}
-	return o, true, nil
-}
-
-// summarize is the informers' transform: it replaces each object as the
-// watch delivers it by its Summary.
-func summarize(obj any) (any, error) {
-	o, ok := obj.(client.Object)
-	if !ok {
-		return obj, nil // a tombstone: its object was summarized before
-	}
-	return Summarize(o)
+	return lookup[*metav1.PartialObjectMetadata](s.others, k, key)
 }
 
 // Get returns the summary of the object of kind k with that key, if the
@@ -297,22 +244,29 @@ func summarize(obj any) (any, error) {
 // without the operator's label (another's, or one whose label was removed)
 // is not in the store.
 func (s *Store) Get(k Kind, key types.NamespacedName) (*Summary, bool, error) {
-	inf, ok := s.informers[k][key.Namespace]
+	return lookup[*Summary](s.informers, k, key)
+}
+
+// lookup returns what the informer of set for kind k and key's namespace
+// holds for key, as a T.
+func lookup[T any](set map[Kind]map[string]toolscache.SharedIndexInformer, k Kind, key types.NamespacedName) (T, bool, error) {
+	var none T
+	inf, ok := set[k][key.Namespace]
 	if !ok {
-		inf, ok = s.informers[k][""]
+		inf, ok = set[k][metav1.NamespaceAll]
 	}
 	if !ok {
-		return nil, false, fmt.Errorf("namespace %s is not watched", key.Namespace)
+		return none, false, fmt.Errorf("namespace %s is not watched", key.Namespace)
 	}
 	item, exists, err := inf.GetIndexer().GetByKey(key.String())
 	if err != nil || !exists {
-		return nil, false, err
+		return none, false, err
 	}
-	sum, ok := item.(*Summary)
+	t, ok := item.(T)
 	if !ok {
-		return nil, false, fmt.Errorf("the store holds a %T for %s %s", item, k, key)
+		return none, false, fmt.Errorf("the store holds a %T for %s %s", item, k, key)
 	}
-	return sum, true, nil
+	return t, true, nil
 }
 
 // Sources are the controller's watches of the store: one per informer,

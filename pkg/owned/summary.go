@@ -1,10 +1,11 @@
 // Package owned is what the operator knows of the objects it owns: a
 // Summary of each Deployment, Service, PodDisruptionBudget and
-// ServiceMonitor it made, kept
-// in a Store that watches only those; and the one rule that makes a
-// Memcached at rest cost no request: an apply configuration the operator
-// builds equals, field for field, what the apiserver recorded of the
-// operator's last apply exactly when applying it would change nothing.
+// ServiceMonitor it made, kept in a Store that watches only those
+// (store.go); and the one rule that makes a Memcached at rest cost no
+// request (applies.go): an apply configuration the operator builds equals,
+// field for field, what the apiserver recorded of the operator's last apply
+// exactly when applying it would change nothing. The rule's inputs include
+// the Schemas of the owned kinds (schemas.go).
 //
 // A Summary is not the object. It holds the few fields the controller reads
 // and a Digest of what the operator owns; reading it cannot be mistaken for
@@ -50,8 +51,9 @@ const (
 )
 
 // Summary is what the operator keeps of a Deployment, Service,
-// PodDisruptionBudget or ServiceMonitor: at 10,000 Memcacheds these objects are most of its
-// memory, and it reads little of them.
+// PodDisruptionBudget or ServiceMonitor: with many Memcacheds these objects
+// would be most of its memory (docs/benchmarks.md), and it reads little of
+// them.
 //
 // Its metadata holds only the name, namespace, UID, resourceVersion,
 // generation, creation and deletion timestamps, owner references, and the
@@ -88,14 +90,15 @@ type Summary struct {
 func (s *Summary) Kind() Kind { return Kind(s.TypeMeta.Kind) }
 
 // Summarize returns the summary of a Deployment, Service,
-// PodDisruptionBudget or ServiceMonitor, with the digest of what FieldManager owns of it.
-// obj must be whole, as the apiserver returns it.
-func Summarize(obj client.Object) (*Summary, error) {
-	s, err := Observed(obj)
+// PodDisruptionBudget or ServiceMonitor, with the digest of what
+// FieldManager owns of it (typed with schemas). obj must be whole, as the
+// apiserver returns it.
+func Summarize(obj client.Object, schemas *Schemas) (*Summary, error) {
+	s, err := SummarizeAnswer(obj)
 	if err != nil {
 		return nil, err
 	}
-	d, err := computeDigest(obj)
+	d, err := digestOf(obj, schemas)
 	if err != nil {
 		s.DigestError = err.Error()
 		return s, nil
@@ -104,10 +107,11 @@ func Summarize(obj client.Object) (*Summary, error) {
 	return s, nil
 }
 
-// Observed returns the summary of obj without a digest: for an object that
-// came back from an apply, which carries no managed fields to compute one
-// from. The controller reads it for the status, never to compare.
-func Observed(obj client.Object) (*Summary, error) {
+// SummarizeAnswer returns the summary of obj without a digest: for the
+// apiserver's answer to an apply, which carries no managed fields to
+// compute one from. The controller reads it for the status, never to
+// compare.
+func SummarizeAnswer(obj client.Object) (*Summary, error) {
 	s := &Summary{ObjectMeta: summaryMeta(obj)}
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
@@ -139,28 +143,28 @@ func summaryMeta(o client.Object) metav1.ObjectMeta {
 		DeletionTimestamp: o.GetDeletionTimestamp(),
 		OwnerReferences:   o.GetOwnerReferences(),
 	}
-	for _, e := range o.GetManagedFields() {
-		if isOwnApply(e) {
-			e.FieldsV1 = nil
-			m.ManagedFields = append(m.ManagedFields, e)
-		}
+	if e := ownApply(o.GetManagedFields()); e != nil {
+		own := *e
+		own.FieldsV1 = nil
+		m.ManagedFields = []metav1.ManagedFieldsEntry{own}
 	}
 	return m
-}
-
-// isOwnApply tells whether e is the operator's entry for its applies to
-// the object itself (not to a subresource): the fields FieldManager owns.
-func isOwnApply(e metav1.ManagedFieldsEntry) bool {
-	return e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == ""
 }
 
 // LastApplied is when the apiserver recorded the operator's last apply of
 // the object, or nil when it holds no such record.
 func (s *Summary) LastApplied() *metav1.Time {
-	for _, e := range s.ManagedFields {
-		if isOwnApply(e) {
-			return e.Time
-		}
+	if e := ownApply(s.ManagedFields); e != nil {
+		return e.Time
 	}
 	return nil
+}
+
+// DesiredReplicas is a Deployment's spec.replicas, with the apiserver's
+// default of 1 when it holds none.
+func (s *Summary) DesiredReplicas() int32 {
+	if s.Replicas == nil {
+		return 1
+	}
+	return *s.Replicas
 }

@@ -47,7 +47,7 @@ func applied[T client.Object](t *testing.T, want runtime.ApplyConfiguration, int
 	if _, ok := any(into).(*cachev1alpha1.Memcached); ok {
 		fields, err = memcachedFields(want)
 	} else {
-		fields, err = owned.AppliedFields(want)
+		fields, err = owned.AppliedFields(builtin, want)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func memcachedFields(want runtime.ApplyConfiguration) (*fieldpath.Set, error) {
 	if err := cachev1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	return owned.AppliedFieldsOf(applyconfig.NewTypeConverter(scheme), want)
+	return owned.AppliedFields(applyconfig.NewTypeConverter(scheme), want)
 }
 
 func testMemcached() *cachev1alpha1.Memcached {
@@ -95,7 +95,7 @@ func TestDeploymentSummaryKeepsWhatTheControllerReads(t *testing.T) {
 		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Message: "Deployment has minimum availability."}},
 	}
 
-	s, err := owned.Summarize(whole.DeepCopy())
+	s, err := owned.Summarize(whole.DeepCopy(), builtin)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	g.Expect(s.Kind()).To(Equal(owned.KindDeployment))
@@ -114,7 +114,7 @@ func TestDeploymentSummaryKeepsWhatTheControllerReads(t *testing.T) {
 	g.Expect(s.Status).To(Equal(whole.Status))
 	g.Expect(s.Digest).NotTo(BeNil())
 
-	observed, err := owned.Observed(whole)
+	observed, err := owned.SummarizeAnswer(whole)
 	g.Expect(err).NotTo(HaveOccurred())
 	now := metav1.Now()
 	g.Expect(status.Status(m, status.Observation{Deployment: s}, now)).
@@ -133,7 +133,7 @@ func TestDeploymentSummaryKeepsWhatTheControllerReads(t *testing.T) {
 		nothing, err := s.AppliesNothing(tt.want)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(nothing).To(Equal(tt.nothing), "%s: applies nothing", tt.name)
-		exactly, err := s.OwnsExactly(tt.want)
+		exactly, err := s.OwnsExactly(tt.want, builtin)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(exactly).To(Equal(tt.exactly), "%s: owns exactly its fields", tt.name)
 	}
@@ -143,7 +143,7 @@ func TestFieldsTakenByAnotherManagerAreNotOwnedExactly(t *testing.T) {
 	g := NewWithT(t)
 	m := testMemcached()
 	want := desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{})
-	fields, err := owned.AppliedFields(want)
+	fields, err := owned.AppliedFields(builtin, want)
 	g.Expect(err).NotTo(HaveOccurred())
 	replicas := fieldpath.NewSet(fieldpath.MakePathOrDie("spec", "replicas"))
 	whole := applied(t, want, &appsv1.Deployment{}, owned.FieldManager, "")
@@ -151,9 +151,9 @@ func TestFieldsTakenByAnotherManagerAreNotOwnedExactly(t *testing.T) {
 		entry(t, owned.FieldManager, metav1.ManagedFieldsOperationApply, "", fields.Difference(replicas)),
 		entry(t, "kubectl", metav1.ManagedFieldsOperationUpdate, "scale", replicas),
 	}
-	s, err := owned.Summarize(whole)
+	s, err := owned.Summarize(whole, builtin)
 	g.Expect(err).NotTo(HaveOccurred())
-	exactly, err := s.OwnsExactly(want)
+	exactly, err := s.OwnsExactly(want, builtin)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(exactly).To(BeFalse(), "kubectl scale took spec.replicas")
 	nothing, err := s.AppliesNothing(want)
@@ -167,7 +167,7 @@ func TestServiceSummaryKeepsPorts(t *testing.T) {
 	want := desired.Service(m)
 	whole := applied(t, want, &corev1.Service{}, owned.FieldManager, "")
 	whole.Spec.SessionAffinity = corev1.ServiceAffinityNone
-	s, err := owned.Summarize(whole)
+	s, err := owned.Summarize(whole, builtin)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(s.Kind()).To(Equal(owned.KindService))
 	g.Expect(s.Ports).To(Equal(whole.Spec.Ports))
@@ -182,20 +182,20 @@ func TestASummaryWithoutDigestComparesAsAnError(t *testing.T) {
 	m := testMemcached()
 	whole := applied(t, desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{}), &appsv1.Deployment{}, owned.FieldManager, "")
 	whole.ManagedFields[0].FieldsV1 = &metav1.FieldsV1{Raw: []byte(`{"bogus":{}}`)}
-	s, err := owned.Summarize(whole)
+	s, err := owned.Summarize(whole, builtin)
 	g.Expect(err).NotTo(HaveOccurred(), "the store keeps it, and reconciling it reports why")
 	g.Expect(s.Digest).To(BeNil())
 	_, err = s.AppliesNothing(desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{}))
 	g.Expect(err).To(MatchError(ContainSubstring("no digest of Deployment ns/cache")))
 
-	observed, err := owned.Observed(whole)
+	observed, err := owned.SummarizeAnswer(whole)
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = observed.AppliesNothing(desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{}))
 	g.Expect(err).To(HaveOccurred(), "an apply's answer is never compared")
 }
 
 func TestOnlyOwnedKindsAreSummarized(t *testing.T) {
-	_, err := owned.Summarize(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}})
+	_, err := owned.Summarize(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, builtin)
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("no summary for *v1.ConfigMap")))
 }
 
@@ -211,7 +211,7 @@ func TestMemcachedStatusComparesFromTheOperatorsEntryAlone(t *testing.T) {
 	whole.Labels = map[string]string{"team": "payments"}
 	g.Expect(whole.Status.Conditions).NotTo(BeEmpty())
 
-	out, err := owned.KeepOwnManagedFields(whole.DeepCopy())
+	out, err := owned.KeepStatusManagerEntry(whole.DeepCopy())
 	g.Expect(err).NotTo(HaveOccurred())
 	cached := out.(*cachev1alpha1.Memcached)
 	g.Expect(cached.ManagedFields).To(HaveLen(1))
@@ -221,7 +221,7 @@ func TestMemcachedStatusComparesFromTheOperatorsEntryAlone(t *testing.T) {
 
 	// The next status is computed alike, and found already there.
 	cached, _ = (func() (*cachev1alpha1.Memcached, error) {
-		o, err := owned.KeepOwnManagedFields(whole.DeepCopy())
+		o, err := owned.KeepStatusManagerEntry(whole.DeepCopy())
 		return o.(*cachev1alpha1.Memcached), err
 	})()
 	now := metav1.NewTime(earlier.Add(time.Hour))
@@ -240,7 +240,7 @@ func TestMemcachedStatusComparesFromTheOperatorsEntryAlone(t *testing.T) {
 
 func TestOtherObjectsPassTheMemcachedTransformUnchanged(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
-	out, err := owned.KeepOwnManagedFields(cm.DeepCopy())
+	out, err := owned.KeepStatusManagerEntry(cm.DeepCopy())
 	g := NewWithT(t)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(Equal(cm))

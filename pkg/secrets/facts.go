@@ -48,22 +48,54 @@ type Summary struct {
 	Problems map[Use]string
 }
 
-// Use is one way memcached uses a Secret's content.
-type Use string
+// Use is one way memcached uses a Secret's content: a Role, and for an
+// authentication file the key that holds it.
+type Use struct {
+	Role Role
+	// Key is the key of an authentication file; empty for other roles.
+	Key string
+}
+
+// Role is what a Secret's content is to memcached.
+type Role int
 
 const (
-	// UseServing: tls.crt and tls.key as memcached's certificate chain and key.
-	UseServing Use = "memcached's certificate and key"
-	// UseClientCA: ca.crt as the CAs client certificates must chain to.
-	UseClientCA Use = "the CA of client certificates"
-	// UseClient: tls.crt and tls.key as a client certificate that memcached
-	// accepts given ca.crt (the exporter's, when memcached asks clients for
-	// one).
-	UseClient Use = "the exporter's client certificate"
+	// Serving: tls.crt and tls.key as memcached's certificate chain and key.
+	Serving Role = iota + 1
+	// ClientCA: ca.crt as the CAs client certificates must chain to.
+	ClientCA
+	// Client: tls.crt and tls.key as a client certificate that memcached
+	// accepts given ca.crt (the exporter's, when memcached asks clients
+	// for one).
+	Client
+	// AuthFile: a key's value as memcached's authentication file.
+	AuthFile
+)
+
+// The uses of a TLS Secret's content.
+var (
+	UseServing  = Use{Role: Serving}
+	UseClientCA = Use{Role: ClientCA}
+	UseClient   = Use{Role: Client}
 )
 
 // UseAuthFile is the use of key as memcached's authentication file.
-func UseAuthFile(key string) Use { return Use("memcached's authentication file (key " + key + ")") }
+func UseAuthFile(key string) Use { return Use{Role: AuthFile, Key: key} }
+
+// String says what u is, for a message to a person.
+func (u Use) String() string {
+	switch u.Role {
+	case Serving:
+		return "memcached's certificate and key"
+	case ClientCA:
+		return "the CA of client certificates"
+	case Client:
+		return "the exporter's client certificate"
+	case AuthFile:
+		return "memcached's authentication file (key " + u.Key + ")"
+	}
+	return fmt.Sprintf("use %d", u.Role)
+}
 
 // Summarize reduces s to its Summary.
 func Summarize(s *corev1.Secret) *Summary {

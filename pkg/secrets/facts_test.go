@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/example/memcached-operator/internal/testcerts"
+	"github.com/example/memcached-operator/internal/testsupport/testcerts"
 )
 
 // What memcached 1.6.18 (Debian's, the real node's) does with an

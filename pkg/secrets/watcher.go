@@ -69,11 +69,11 @@ func (w *Watcher) Start(ctx context.Context) error {
 // leader only; a follower names no Secret and watches none.
 func (w *Watcher) NeedLeaderElection() bool { return true }
 
-// Use records that the Memcached named memcached uses the Secrets names of
-// its namespace, and no other: watches start for Secrets no Memcached named
-// before, and stop for those no Memcached names any longer. Use(m, nil)
-// when the Memcached is gone.
-func (w *Watcher) Use(memcached types.NamespacedName, names ...string) {
+// Follow records that the Memcached named memcached names the Secrets
+// names of its namespace, and no other: watches start for Secrets no
+// Memcached named before, and stop for those no Memcached names any
+// longer. Follow(m) with no names when the Memcached is gone.
+func (w *Watcher) Follow(memcached types.NamespacedName, names ...string) {
 	keys := make([]types.NamespacedName, 0, len(names))
 	for _, n := range names {
 		keys = append(keys, types.NamespacedName{Namespace: memcached.Namespace, Name: n})
@@ -128,7 +128,7 @@ type State struct {
 }
 
 // Get tells what is known of the Secret key, which some Memcached must
-// Use; a Secret no Memcached uses is not followed, and not Synced.
+// Follow; a Secret no Memcached names is not followed, and not Synced.
 func (w *Watcher) Get(key types.NamespacedName) State {
 	w.mu.Lock()
 	s, ok := w.secrets[key]

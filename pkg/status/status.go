@@ -46,6 +46,10 @@ type Observation struct {
 	Monitor Monitor
 	// Image is the memcached image the operator gives the pods.
 	Image string
+	// DeploymentChanged: the operator created or changed the Deployment in
+	// the reconcile that observed this; its controller has not reported on
+	// the change yet.
+	DeploymentChanged bool
 }
 
 // SecretProblem is why a Secret a Memcached names cannot be used.
@@ -173,62 +177,85 @@ func conditionApplyConfiguration(c metav1.Condition, existing []metav1.Condition
 		WithLastTransitionTime(t)
 }
 
-// rollout is where the Deployment's rollout stands.
-type rollout int
+// phase is where the Deployment's rollout stands.
+type phase int
 
 const (
-	rolloutPending rollout = iota // no Deployment observed yet
+	rolloutPending phase = iota // no Deployment observed yet
 	rolloutInProgress
 	rolloutReplacing // a Deployment that selects the pods otherwise is being replaced
 	rolloutComplete
 	rolloutStalled
-	rolloutBlocked // the Deployment is not ours, or the apiserver refuses ours
+	rolloutBlocked // something needs a person: see rollout.reason
 )
 
-func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) (rollout, string) {
+// rollout is where the Deployment's rollout stands, and why.
+type rollout struct {
+	phase phase
+	// reason is the conditions' reason when the rollout is blocked.
+	reason  string
+	message string
+}
+
+// rolloutOf ranks what stands in the way of m's rollout, first what
+// blocks it: the Deployment not being m's, then a Secret, then a refused
+// apply, then the other objects not being m's.
+func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
+	blockedBy := func(kind owned.Kind) rollout {
+		return rollout{rolloutBlocked, notOwnedReasons[kind], notOwnedMessage(kind, m.Name)}
+	}
 	switch {
 	case obs.notOwned(owned.KindDeployment):
-		return rolloutBlocked, notOwnedMessage(owned.KindDeployment, m.Name)
+		return blockedBy(owned.KindDeployment)
 	case obs.Secret != nil:
-		return rolloutBlocked, obs.Secret.Message
+		return rollout{rolloutBlocked, obs.Secret.Reason, obs.Secret.Message}
 	case obs.ApplyError != nil:
-		return rolloutBlocked, fmt.Sprintf("The apiserver refused %v", obs.ApplyError)
+		return rollout{rolloutBlocked, cachev1alpha1.ReasonApplyFailed, fmt.Sprintf("The apiserver refused %v", obs.ApplyError)}
 	case len(obs.NotOwned) > 0:
-		return rolloutBlocked, notOwnedMessage(obs.NotOwned[0], m.Name)
+		// In the order the operator makes them: Service, budget, monitor.
+		return blockedBy(obs.NotOwned[0])
 	case obs.Replacing != "":
-		return rolloutReplacing, obs.Replacing
+		return rollout{phase: rolloutReplacing, message: obs.Replacing}
 	case obs.Deployment == nil:
-		return rolloutPending, fmt.Sprintf("Waiting for Deployment %s to be created", m.Name)
+		return rollout{phase: rolloutPending, message: fmt.Sprintf("Waiting for Deployment %s to be created", m.Name)}
 	}
 	d := obs.Deployment
 	want := desired.Replicas(m)
+	inProgress := func(format string, args ...any) rollout {
+		return rollout{phase: rolloutInProgress, message: fmt.Sprintf(format, args...)}
+	}
 	if c := deploymentCondition(d, appsv1.DeploymentProgressing); c != nil && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
-		return rolloutStalled, fmt.Sprintf("Deployment %s exceeded its progress deadline: %s", d.Name, c.Message)
+		return rollout{rolloutStalled, cachev1alpha1.ReasonRolloutStalled, fmt.Sprintf("Deployment %s exceeded its progress deadline: %s", d.Name, c.Message)}
 	}
-	if d.Status.ObservedGeneration < d.Generation {
-		return rolloutInProgress, fmt.Sprintf("Deployment %s has changes its controller has not observed yet", d.Name)
+	switch {
+	case d.Status.ObservedGeneration < d.Generation:
+		return inProgress("Deployment %s has changes its controller has not observed yet", d.Name)
+	case d.Replicas != nil && *d.Replicas != want:
+		return inProgress("Deployment %s has %d replicas desired, the Memcached asks for %d", d.Name, *d.Replicas, want)
+	case d.Status.UpdatedReplicas < want:
+		return inProgress("%d of %d pods updated", d.Status.UpdatedReplicas, want)
+	case d.Status.Replicas > d.Status.UpdatedReplicas:
+		return inProgress("%d old pods pending termination", d.Status.Replicas-d.Status.UpdatedReplicas)
+	case d.Status.AvailableReplicas < d.Status.UpdatedReplicas:
+		return inProgress("%d of %d updated pods available", d.Status.AvailableReplicas, d.Status.UpdatedReplicas)
 	}
-	if d.Replicas != nil && *d.Replicas != want {
-		return rolloutInProgress, fmt.Sprintf("Deployment %s has %d replicas desired, the Memcached asks for %d", d.Name, *d.Replicas, want)
-	}
-	if d.Status.UpdatedReplicas < want {
-		return rolloutInProgress, fmt.Sprintf("%d of %d pods updated", d.Status.UpdatedReplicas, want)
-	}
-	if d.Status.Replicas > d.Status.UpdatedReplicas {
-		return rolloutInProgress, fmt.Sprintf("%d old pods pending termination", d.Status.Replicas-d.Status.UpdatedReplicas)
-	}
-	if d.Status.AvailableReplicas < d.Status.UpdatedReplicas {
-		return rolloutInProgress, fmt.Sprintf("%d of %d updated pods available", d.Status.AvailableReplicas, d.Status.UpdatedReplicas)
-	}
-	return rolloutComplete, fmt.Sprintf("%d of %d pods updated and available", d.Status.AvailableReplicas, want)
+	return rollout{phase: rolloutComplete, message: fmt.Sprintf("%d of %d pods updated and available", d.Status.AvailableReplicas, want)}
 }
 
-// RollingOut tells whether the Deployment is on its way to what m asks
+// notOwnedReasons are the conditions' reasons when an object of a kind
+// with the Memcached's name is not the Memcached's.
+var notOwnedReasons = map[owned.Kind]string{
+	owned.KindDeployment:          cachev1alpha1.ReasonDeploymentNotOwned,
+	owned.KindService:             cachev1alpha1.ReasonServiceNotOwned,
+	owned.KindPodDisruptionBudget: cachev1alpha1.ReasonPodDisruptionBudgetNotOwned,
+	owned.KindServiceMonitor:      cachev1alpha1.ReasonServiceMonitorNotOwned,
+}
+
+// rollingOut tells whether the Deployment is on its way to what m asks
 // for with nothing in the way: the rollout is neither complete, stalled,
 // blocked, nor replacing another Deployment, and the Deployment exists.
-func RollingOut(m *cachev1alpha1.Memcached, obs Observation) bool {
-	r, _ := rolloutOf(m, obs)
-	return r == rolloutInProgress
+func rollingOut(m *cachev1alpha1.Memcached, obs Observation) bool {
+	return rolloutOf(m, obs).phase == rolloutInProgress
 }
 
 func notOwnedMessage(kind owned.Kind, name string) string {
@@ -285,13 +312,13 @@ func Reconciling(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 }
 
 func rolloutCondition(conditionType string, m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
-	r, msg := rolloutOf(m, obs)
-	if (r == rolloutPending || r == rolloutInProgress) && wasReplacing(m) {
+	r := rolloutOf(m, obs)
+	if (r.phase == rolloutPending || r.phase == rolloutInProgress) && wasReplacing(m) {
 		// The new Deployment is rolling the replaced one's pods over.
-		r = rolloutReplacing
+		r.phase = rolloutReplacing
 	}
-	c := metav1.Condition{Type: conditionType, Message: msg}
-	switch r {
+	c := metav1.Condition{Type: conditionType, Message: r.message}
+	switch r.phase {
 	case rolloutPending, rolloutInProgress:
 		c.Status, c.Reason = metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut
 	case rolloutReplacing:
@@ -301,7 +328,7 @@ func rolloutCondition(conditionType string, m *cachev1alpha1.Memcached, obs Obse
 	case rolloutStalled:
 		c.Status, c.Reason = metav1.ConditionFalse, cachev1alpha1.ReasonRolloutStalled
 	case rolloutBlocked:
-		c.Status, c.Reason = metav1.ConditionFalse, blockedReason(obs)
+		c.Status, c.Reason = metav1.ConditionFalse, r.reason
 	}
 	return c
 }
@@ -325,34 +352,13 @@ func Stalled(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 }
 
 func blockedCondition(conditionType, fineMessage string, m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
-	r, msg := rolloutOf(m, obs)
+	r := rolloutOf(m, obs)
 	c := metav1.Condition{Type: conditionType}
-	switch r {
-	case rolloutStalled:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, cachev1alpha1.ReasonRolloutStalled, msg
-	case rolloutBlocked:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, blockedReason(obs), msg
+	switch r.phase {
+	case rolloutStalled, rolloutBlocked:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, r.reason, r.message
 	default:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected, fineMessage
 	}
 	return c
-}
-
-// blockedReason ranks as rolloutOf does: the Deployment first, then a
-// Secret, then a refused apply, then the other objects.
-func blockedReason(obs Observation) string {
-	switch {
-	case obs.notOwned(owned.KindDeployment):
-		return cachev1alpha1.ReasonDeploymentNotOwned
-	case obs.Secret != nil:
-		return obs.Secret.Reason
-	case obs.ApplyError != nil:
-		return cachev1alpha1.ReasonApplyFailed
-	case obs.notOwned(owned.KindService):
-		return cachev1alpha1.ReasonServiceNotOwned
-	case obs.notOwned(owned.KindPodDisruptionBudget):
-		return cachev1alpha1.ReasonPodDisruptionBudgetNotOwned
-	default:
-		return cachev1alpha1.ReasonServiceMonitorNotOwned
-	}
 }

@@ -42,7 +42,7 @@ func deployment(replicas, updated, ready, available int32, observed int64, conds
 
 // summary is what the controller observes of obj.
 func summary(obj client.Object) *owned.Summary {
-	s, err := owned.Observed(obj)
+	s, err := owned.SummarizeAnswer(obj)
 	if err != nil {
 		panic(err)
 	}

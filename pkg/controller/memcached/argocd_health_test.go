@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/internal/repo"
-	"github.com/example/memcached-operator/internal/testenv"
+	"github.com/example/memcached-operator/internal/testsupport/repo"
+	"github.com/example/memcached-operator/internal/testsupport/testenv"
 )
 
 // The Argo CD health check that docs/install.md gives, run by the Lua

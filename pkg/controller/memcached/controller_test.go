@@ -32,7 +32,7 @@ import (
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	cacheac "github.com/example/memcached-operator/applyconfig/api/v1alpha1"
-	"github.com/example/memcached-operator/internal/testenv"
+	"github.com/example/memcached-operator/internal/testsupport/testenv"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
 )

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/internal/testenv"
+	"github.com/example/memcached-operator/internal/testsupport/testenv"
 )
 
 // While the Deployment controller has not reported on a Deployment the

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,7 +34,8 @@ type mountedSecrets struct {
 
 // mountedSecrets records which Secrets m names (the watcher follows those
 // and no others) and tells what m's pods would mount from them.
-func (r *Reconciler) mountedSecrets(m *cachev1alpha1.Memcached) (mountedSecrets, error) {
+func (s *scope) mountedSecrets() (mountedSecrets, error) {
+	m := s.m
 	var names []string
 	if m.Spec.TLS != nil {
 		names = append(names, m.Spec.TLS.SecretName)
@@ -44,7 +43,7 @@ func (r *Reconciler) mountedSecrets(m *cachev1alpha1.Memcached) (mountedSecrets,
 	if m.Spec.Auth != nil && !slices.Contains(names, m.Spec.Auth.SecretName) {
 		names = append(names, m.Spec.Auth.SecretName)
 	}
-	r.Secrets.Use(client.ObjectKeyFromObject(m), names...)
+	s.Secrets.Follow(client.ObjectKeyFromObject(m), names...)
 
 	var out mountedSecrets
 	var err error
@@ -56,22 +55,22 @@ func (r *Reconciler) mountedSecrets(m *cachev1alpha1.Memcached) (mountedSecrets,
 				uses = append(uses, secrets.UseClient)
 			}
 		}
-		out.digests.TLS, out.problem, err = r.secretDigest(m, tls.SecretName, desired.TLSKeys(m), uses)
+		out.digests.TLS, out.problem, err = s.secretDigest(tls.SecretName, desired.TLSKeys(m), uses)
 		if err != nil || out.problem != nil {
 			return out, err
 		}
 	}
 	if auth := m.Spec.Auth; auth != nil {
 		key := desired.AuthKey(m)
-		out.digests.Auth, out.problem, err = r.secretDigest(m, auth.SecretName, []string{key}, []secrets.Use{secrets.UseAuthFile(key)})
+		out.digests.Auth, out.problem, err = s.secretDigest(auth.SecretName, []string{key}, []secrets.Use{secrets.UseAuthFile(key)})
 	}
 	return out, err
 }
 
 // secretDigest is the digest of the keys of m's Secret name, when it
 // holds them and they are fit for uses; otherwise the problem.
-func (r *Reconciler) secretDigest(m *cachev1alpha1.Memcached, name string, keys []string, uses []secrets.Use) (string, *status.SecretProblem, error) {
-	st := r.Secrets.Get(types.NamespacedName{Namespace: m.Namespace, Name: name})
+func (s *scope) secretDigest(name string, keys []string, uses []secrets.Use) (string, *status.SecretProblem, error) {
+	st := s.Secrets.Get(types.NamespacedName{Namespace: s.m.Namespace, Name: name})
 	switch {
 	case !st.Synced && st.Err != nil:
 		return "", &status.SecretProblem{
@@ -101,13 +100,4 @@ func (r *Reconciler) secretDigest(m *cachev1alpha1.Memcached, name string, keys 
 		}
 	}
 	return st.Summary.Digest(keys...), nil, nil
-}
-
-// reportSecretProblem records a Warning event on m for p, once: with the
-// status that first says so (m holds the status from before that write).
-func (r *Reconciler) reportSecretProblem(m *cachev1alpha1.Memcached, p *status.SecretProblem) {
-	if c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionStalled); c != nil && c.Reason == p.Reason && c.Message == p.Message {
-		return
-	}
-	r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, p.Reason, "Hold", "%s", p.Message)
 }

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/internal/testcerts"
-	"github.com/example/memcached-operator/internal/testenv"
+	"github.com/example/memcached-operator/internal/testsupport/testcerts"
+	"github.com/example/memcached-operator/internal/testsupport/testenv"
 	"github.com/example/memcached-operator/pkg/desired"
 )
 

@@ -64,12 +64,12 @@ type Options struct {
 // objects it owns. mgr's cache must be set up by CacheOptions with the
 // same namespaces.
 func Setup(mgr ctrl.Manager, o Options) error {
-	serviceMonitors, err := owned.LearnServiceMonitors(context.Background(), mgr.GetConfig(), mgr.GetHTTPClient())
+	schemas, err := owned.LearnSchemas(context.Background(), mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return fmt.Errorf("looking for the ServiceMonitor CRD: %w", err)
 	}
-	mgr.GetLogger().WithName("setup").Info("ServiceMonitors", "served", serviceMonitors)
-	store, err := owned.NewStore(mgr.GetConfig(), mgr.GetHTTPClient(), o.WatchNamespaces, OwnSelector, OthersSelector, o.SyncPeriod, serviceMonitors)
+	mgr.GetLogger().WithName("setup").Info("ServiceMonitors", "served", schemas.ServiceMonitors())
+	store, err := owned.NewStore(mgr.GetConfig(), mgr.GetHTTPClient(), o.WatchNamespaces, OwnSelector, OthersSelector, o.SyncPeriod, schemas)
 	if err != nil {
 		return fmt.Errorf("creating the store of owned objects: %w", err)
 	}
@@ -90,8 +90,8 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		APIReader:        mgr.GetAPIReader(),
 		Owned:            store,
 		Recorder:         mgr.GetEventRecorder("memcached-operator"),
+		Schemas:          schemas,
 		Images:           o.Images,
-		ServiceMonitors:  serviceMonitors,
 		Secrets:          watcher,
 		ReplacedManagers: o.ReplacedManagers,
 	}
@@ -119,7 +119,7 @@ func (e *enqueuer) add(memcached types.NamespacedName) {
 
 // CacheOptions sets up the manager's cache for the controller: it holds the
 // Memcacheds (whole, but for other managers' managed-fields entries; see
-// owned.KeepOwnManagedFields) and, when namespaces is not empty, only those
+// owned.KeepStatusManagerEntry) and, when namespaces is not empty, only those
 // of these namespaces (the operator then lists and watches nothing
 // cluster-wide, so namespaced Roles suffice). The objects the operator
 // owns are not in it: the controller keeps summaries of them in an
@@ -130,7 +130,7 @@ func CacheOptions(base cache.Options, namespaces []string) cache.Options {
 	// A default transform, not one by object: an entry of ByObject makes
 	// the cache ask the apiserver's discovery at construction whether
 	// Memcacheds are namespaced, which fails while the CRD is new.
-	base.DefaultTransform = owned.KeepOwnManagedFields
+	base.DefaultTransform = owned.KeepStatusManagerEntry
 	if len(namespaces) > 0 {
 		base.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range namespaces {

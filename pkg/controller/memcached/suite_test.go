@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/internal/localcluster"
-	"github.com/example/memcached-operator/internal/repo"
-	"github.com/example/memcached-operator/internal/testenv"
+	"github.com/example/memcached-operator/internal/testsupport/localcluster"
+	"github.com/example/memcached-operator/internal/testsupport/repo"
+	"github.com/example/memcached-operator/internal/testsupport/testenv"
 )
 
 // The suite runs the controller in-process against a local cluster (real

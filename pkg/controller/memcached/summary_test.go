@@ -20,7 +20,7 @@ import (
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	cacheac "github.com/example/memcached-operator/applyconfig/api/v1alpha1"
-	"github.com/example/memcached-operator/internal/testenv"
+	"github.com/example/memcached-operator/internal/testsupport/testenv"
 	"github.com/example/memcached-operator/pkg/controller/memcached"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
@@ -45,7 +45,7 @@ func TestStoreHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
 
 	hc, err := rest.HTTPClientFor(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
-	store, err := owned.NewStore(cfg, hc, []string{ns}, memcached.OwnSelector, memcached.OthersSelector, 0, false)
+	store, err := owned.NewStore(cfg, hc, []string{ns}, memcached.OwnSelector, memcached.OthersSelector, 0, owned.BuiltinSchemas())
 	g.Expect(err).NotTo(HaveOccurred())
 	go func() { _ = store.Start(ctx) }()
 	c, err := cache.New(cfg, memcached.CacheOptions(cache.Options{Scheme: testenv.Scheme}, []string{ns}))
@@ -88,7 +88,7 @@ func TestStoreHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
 		nothing, err := tt.s.AppliesNothing(tt.want)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(nothing).To(BeTrue(), "%s: applying it again would change nothing", tt.s.Kind())
-		exactly, err := tt.s.OwnsExactly(tt.want)
+		exactly, err := tt.s.OwnsExactly(tt.want, owned.BuiltinSchemas())
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(exactly).To(BeTrue(), "%s: the operator owns exactly the fields it applies", tt.s.Kind())
 	}

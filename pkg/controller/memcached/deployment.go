@@ -24,6 +24,53 @@ import (
 	"github.com/example/memcached-operator/pkg/owned"
 )
 
+// reconcileDeployment is the Deployment step: it learns what the pods
+// would mount from the Secrets m names, then, in this order,
+//   - leaves alone a Deployment of m's name that m does not control;
+//   - replaces one m controls that selects pods otherwise (below);
+//   - holds the Deployment as it is while a Secret is unusable (the gate:
+//     pods that cannot mount what they need would never start);
+//   - applies m's Deployment, first adopting in place one that selects m's
+//     pods but that the operator never applied.
+func (s *scope) reconcileDeployment(ctx context.Context) error {
+	mounted, err := s.mountedSecrets()
+	if err != nil {
+		return err
+	}
+	s.obs.Secret = mounted.problem
+	current, dep, err := s.claim(ctx, deployments)
+	switch {
+	case err != nil:
+		return err
+	case dep.notOwned:
+	case current != nil && !selectsOwnPods(current, s.m):
+		dep.obj = current
+		if s.obs.Replacing, err = s.replace(ctx, current); err != nil {
+			return err
+		}
+	case mounted.problem != nil:
+		dep.obj = current
+	default:
+		if current != nil && current.LastApplied() == nil {
+			// Adopted in place: the Memcached's status and finalizer are
+			// taken over as in a replacement.
+			if err := s.adoptFieldManagers(ctx); err != nil {
+				return err
+			}
+			if err := s.adoptDeploymentManagers(ctx, current); err != nil {
+				return err
+			}
+		}
+		if dep, err = s.apply(ctx, deployments, current, desired.Deployment(s.m, s.Images, mounted.digests)); err != nil {
+			return err
+		}
+	}
+	s.obs.Deployment = dep.obj
+	s.obs.DeploymentChanged = dep.changed
+	s.observe(owned.KindDeployment, dep)
+	return nil
+}
+
 // A Memcached may control a Deployment that the operator did not make, or
 // made with another selector: the Operator SDK tutorial's operator, which
 // this one replaces, selects pods by labels every one of its Memcacheds
@@ -63,11 +110,11 @@ func selectsOwnPods(d *owned.Summary, m *cachev1alpha1.Memcached) bool {
 
 // replace takes one step of replacing old, m's Deployment that selects pods
 // otherwise, and says where the replacement stands.
-func (r *Reconciler) replace(ctx context.Context, s *scope, old *owned.Summary) (string, error) {
+func (s *scope) replace(ctx context.Context, old *owned.Summary) (string, error) {
 	m := s.m
-	log := ctrl.LoggerFrom(ctx).WithValues("deployment", klog.KObj(old))
+	log := ctrl.LoggerFrom(ctx)
 	live := &appsv1.Deployment{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(old), live); err != nil {
+	if err := s.APIReader.Get(ctx, client.ObjectKeyFromObject(old), live); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Gone since it was looked up: the next reconcile makes the new one.
 			return fmt.Sprintf("Deployment %s is deleted; the new one is made next", old.Name), nil
@@ -75,25 +122,21 @@ func (r *Reconciler) replace(ctx context.Context, s *scope, old *owned.Summary) 
 		return "", fmt.Errorf("getting Deployment %s: %w", old.Name, err)
 	}
 	selector := metav1.FormatLabelSelector(live.Spec.Selector)
-	replicas := int32(1)
-	if live.Spec.Replicas != nil {
-		replicas = *live.Spec.Replicas
-	}
 	note := fmt.Sprintf("Deployment %s selects pods by %s, not by this Memcached's own labels: replacing it; its %d ready pods serve until as many new ones are ready",
 		live.Name, selector, live.Status.ReadyReplicas)
 
 	if !live.Spec.Paused {
-		if err := r.adoptFieldManagers(ctx, m); err != nil {
+		if err := s.adoptFieldManagers(ctx); err != nil {
 			return "", err
 		}
 		log.Info("Pausing a Deployment to replace it", "selector", selector)
 		pause := appsv1ac.Deployment(live.Name, live.Namespace).WithUID(live.UID).
 			WithSpec(appsv1ac.DeploymentSpec().WithPaused(true))
-		if err := r.Client.Apply(ctx, pause, client.FieldOwner(owned.FieldManager), client.ForceOwnership); err != nil {
+		if err := s.Client.Apply(ctx, pause, client.FieldOwner(owned.FieldManager), client.ForceOwnership); err != nil {
 			return "", fmt.Errorf("pausing Deployment %s: %w", live.Name, err)
 		}
 		appliesSent.WithLabelValues(string(owned.KindDeployment)).Inc()
-		r.Recorder.Eventf(m, live, corev1.EventTypeNormal, eventReplacing, "Replace", "%s", note)
+		s.Recorder.Eventf(m, live, corev1.EventTypeNormal, eventReplacing, "Replace", "%s", note)
 		return note, nil
 	}
 	if live.Status.ObservedGeneration < live.Generation {
@@ -102,24 +145,24 @@ func (r *Reconciler) replace(ctx context.Context, s *scope, old *owned.Summary) 
 		return note, nil
 	}
 
-	replicaSets, err := r.ownedReplicaSets(ctx, live)
+	replicaSets, err := s.ownedReplicaSets(ctx, live)
 	if err != nil {
 		return "", err
 	}
 	for _, rs := range replicaSets {
 		log.Info("Giving a ReplicaSet this Memcached's labels", "replicaSet", klog.KObj(&rs))
 		relabel := appsv1ac.ReplicaSet(rs.Name, rs.Namespace).WithUID(rs.UID).WithLabels(desired.Labels(m))
-		if err := r.Client.Apply(ctx, relabel, client.FieldOwner(owned.FieldManager), client.ForceOwnership); err != nil {
+		if err := s.Client.Apply(ctx, relabel, client.FieldOwner(owned.FieldManager), client.ForceOwnership); err != nil {
 			return "", fmt.Errorf("labelling ReplicaSet %s: %w", rs.Name, err)
 		}
 	}
 	log.Info("Deleting the replaced Deployment, orphaning its ReplicaSets", "replicaSets", len(replicaSets))
 	uid := live.UID
-	err = r.Client.Delete(ctx, live, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationOrphan))
+	err = s.Client.Delete(ctx, live, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationOrphan))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return "", fmt.Errorf("deleting Deployment %s: %w", live.Name, err)
 	}
-	return fmt.Sprintf("Deployment %s, which selected pods by %s, is deleted; its %d pods serve until the new Deployment has replaced them", live.Name, selector, replicas), nil
+	return fmt.Sprintf("Deployment %s, which selected pods by %s, is deleted; its %d pods serve until the new Deployment has replaced them", live.Name, selector, old.DesiredReplicas()), nil
 }
 
 // adoptDeploymentManagers folds the Update field managers
@@ -127,51 +170,52 @@ func (r *Reconciler) replace(ctx context.Context, s *scope, old *owned.Summary) 
 // operator does but that the operator never applied, into the operator's
 // field manager, before the operator's first apply: the Deployment is
 // adopted in place (one rollout at most, when the pod template differs).
-func (r *Reconciler) adoptDeploymentManagers(ctx context.Context, d *owned.Summary) error {
+func (s *scope) adoptDeploymentManagers(ctx context.Context, d *owned.Summary) error {
 	live := &appsv1.Deployment{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(d), live); err != nil {
+	if err := s.APIReader.Get(ctx, client.ObjectKeyFromObject(d), live); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(r.ReplacedManagers...), owned.FieldManager)
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(s.ReplacedManagers...), owned.FieldManager)
 	if err != nil || patch == nil {
 		return err
 	}
-	ctrl.LoggerFrom(ctx).Info("Folding the replaced operator's field managers of a Deployment into the operator's", "managers", r.ReplacedManagers)
-	if err := r.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+	ctrl.LoggerFrom(ctx).Info("Folding the replaced operator's field managers of a Deployment into the operator's", "managers", s.ReplacedManagers)
+	if err := s.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		return fmt.Errorf("upgrading the field managers of Deployment %s: %w", d.Name, err)
 	}
 	return nil
 }
 
 // ownedReplicaSets are the ReplicaSets d controls.
-func (r *Reconciler) ownedReplicaSets(ctx context.Context, d *appsv1.Deployment) ([]appsv1.ReplicaSet, error) {
+func (s *scope) ownedReplicaSets(ctx context.Context, d *appsv1.Deployment) ([]appsv1.ReplicaSet, error) {
 	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil {
 		return nil, fmt.Errorf("the selector of Deployment %s: %w", d.Name, err)
 	}
 	list := &appsv1.ReplicaSetList{}
-	if err := r.APIReader.List(ctx, list, client.InNamespace(d.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := s.APIReader.List(ctx, list, client.InNamespace(d.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, fmt.Errorf("listing the ReplicaSets of Deployment %s: %w", d.Name, err)
 	}
 	return slices.DeleteFunc(list.Items, func(rs appsv1.ReplicaSet) bool { return !metav1.IsControlledBy(&rs, d) }), nil
 }
 
-// adoptFieldManagers folds the Update field managers r.ReplacedManagers
+// adoptFieldManagers folds the Update field managers s.ReplacedManagers
 // of m's status into the operator's status manager, and removes the
 // tutorial's finalizer. It reads m from the apiserver: the cache keeps no
 // other manager's entries.
-func (r *Reconciler) adoptFieldManagers(ctx context.Context, m *cachev1alpha1.Memcached) error {
+func (s *scope) adoptFieldManagers(ctx context.Context) error {
+	m := s.m
 	live := &cachev1alpha1.Memcached{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), live); err != nil {
+	if err := s.APIReader.Get(ctx, client.ObjectKeyFromObject(m), live); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(r.ReplacedManagers...), owned.StatusFieldManager, csaupgrade.Subresource("status"))
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(s.ReplacedManagers...), owned.StatusFieldManager, csaupgrade.Subresource("status"))
 	if err != nil {
 		return fmt.Errorf("upgrading the field managers of Memcached %s: %w", m.Name, err)
 	}
 	if patch != nil {
-		ctrl.LoggerFrom(ctx).Info("Folding the replaced operator's status field managers into the operator's", "managers", r.ReplacedManagers)
-		if err := r.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		ctrl.LoggerFrom(ctx).Info("Folding the replaced operator's status field managers into the operator's", "managers", s.ReplacedManagers)
+		if err := s.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 			return fmt.Errorf("upgrading the field managers of Memcached %s: %w", m.Name, err)
 		}
 	}
@@ -185,7 +229,7 @@ func (r *Reconciler) adoptFieldManagers(ctx context.Context, m *cachev1alpha1.Me
 		if err != nil {
 			return err
 		}
-		if err := r.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, remove)); err != nil {
+		if err := s.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, remove)); err != nil {
 			return client.IgnoreNotFound(err)
 		}
 	}

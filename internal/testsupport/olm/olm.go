@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/example/memcached-operator/internal/repo"
+	"github.com/example/memcached-operator/internal/testsupport/repo"
 )
 
 // TargetNamespaces is the pod annotation with which OLM tells an operator

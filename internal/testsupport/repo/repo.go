@@ -19,7 +19,7 @@ import (
 // Root is the repository's top folder.
 func Root() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
 // Path is a path in the repository.

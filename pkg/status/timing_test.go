@@ -1,4 +1,4 @@
-package memcached
+package status
 
 import (
 	"testing"
@@ -12,7 +12,6 @@ import (
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/owned"
-	"github.com/example/memcached-operator/pkg/status"
 )
 
 func TestReportPendingWaitsOnlyForAFreshChangeNotYetObserved(t *testing.T) {
@@ -21,7 +20,7 @@ func TestReportPendingWaitsOnlyForAFreshChangeNotYetObserved(t *testing.T) {
 		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, Time: &metav1.Time{Time: now.Add(-ago)}}
 	}
 	deployment := func(generation, observed int64, entries ...metav1.ManagedFieldsEntry) *owned.Summary {
-		s, err := owned.Observed(&appsv1.Deployment{
+		s, err := owned.SummarizeAnswer(&appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Generation: generation, ManagedFields: entries},
 			Status:     appsv1.DeploymentStatus{ObservedGeneration: observed},
 		})
@@ -37,14 +36,14 @@ func TestReportPendingWaitsOnlyForAFreshChangeNotYetObserved(t *testing.T) {
 		want time.Duration
 	}{
 		{"no Deployment", nil, false, 0},
-		{"changed in this reconcile, not observed", deployment(2, 1), true, deploymentReportTimeout},
+		{"changed in this reconcile, not observed", deployment(2, 1), true, ReportTimeout},
 		{"changed in this reconcile without a new generation", deployment(2, 2), true, 0},
 		{"report in", deployment(2, 2, entry(owned.FieldManager, metav1.ManagedFieldsOperationApply, time.Second)), false, 0},
 		{"changed 10 s ago, not observed", deployment(2, 1, entry(owned.FieldManager, metav1.ManagedFieldsOperationApply, 10*time.Second)), false, 20 * time.Second},
 		{"changed long ago, not observed: overdue", deployment(2, 1, entry(owned.FieldManager, metav1.ManagedFieldsOperationApply, time.Minute)), false, 0},
 		{"changed by another manager", deployment(2, 1, entry("kubectl", metav1.ManagedFieldsOperationApply, time.Second)), false, 0},
 		{"the operator's entry from an update, not an apply", deployment(2, 1, entry(owned.FieldManager, metav1.ManagedFieldsOperationUpdate, time.Second)), false, 0},
-		{"the apiserver's clock ahead", deployment(2, 1, entry(owned.FieldManager, metav1.ManagedFieldsOperationApply, -time.Hour)), false, deploymentReportTimeout},
+		{"the apiserver's clock ahead", deployment(2, 1, entry(owned.FieldManager, metav1.ManagedFieldsOperationApply, -time.Hour)), false, ReportTimeout},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +72,7 @@ func TestStatusWaitsForTheRolloutsEndOnlyWhileTheStatusLags(t *testing.T) {
 				others = append(others, c)
 			}
 		}
-		s, err := owned.Observed(&appsv1.Deployment{
+		s, err := owned.SummarizeAnswer(&appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "cache", Generation: 2, ManagedFields: applied(ago)},
 			Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(replicas)},
 			Status: appsv1.DeploymentStatus{
@@ -104,23 +103,24 @@ func TestStatusWaitsForTheRolloutsEndOnlyWhileTheStatusLags(t *testing.T) {
 	tests := []struct {
 		name string
 		m    *cachev1alpha1.Memcached
-		obs  status.Observation
+		obs  Observation
 		want time.Duration
 	}{
-		{"created 5 s ago, no pod ready yet", memcached(1, 0, ""), status.Observation{Deployment: deployment(1, 0, 5*time.Second)}, 25 * time.Second},
-		{"created and rolled out", memcached(1, 0, ""), status.Observation{Deployment: deployment(1, 1, 5*time.Second)}, 0},
-		{"scaled 10 s ago, serving meanwhile", memcached(3, 1, metav1.ConditionTrue), status.Observation{Deployment: deployment(3, 1, 10*time.Second)}, 20 * time.Second},
-		{"scaled 40 s ago: the rollout is slow, its progress is written", memcached(3, 1, metav1.ConditionTrue), status.Observation{Deployment: deployment(3, 1, 40*time.Second)}, 0},
-		{"scaled up, below the Deployment's minimum availability, serving", memcached(3, 1, metav1.ConditionTrue), status.Observation{Deployment: deployment(3, 1, 10*time.Second, belowMinimum)}, 20 * time.Second},
-		{"serving no more", memcached(3, 1, metav1.ConditionTrue), status.Observation{Deployment: deployment(3, 0, 10*time.Second)}, 0},
-		{"progress deadline exceeded", memcached(3, 1, metav1.ConditionTrue), status.Observation{Deployment: deployment(3, 1, 10*time.Second, stalled)}, 0},
-		{"rolling out for a generation the status already names (a Secret rotated)", memcached(3, 2, metav1.ConditionTrue), status.Observation{Deployment: deployment(3, 1, 10*time.Second)}, 0},
-		{"replacing another Deployment", memcached(3, 1, metav1.ConditionTrue), status.Observation{Deployment: deployment(3, 1, 10*time.Second), Replacing: "replacing"}, 0},
-		{"no Deployment", memcached(3, 1, metav1.ConditionTrue), status.Observation{}, 0},
+		{"created 5 s ago, no pod ready yet", memcached(1, 0, ""), Observation{Deployment: deployment(1, 0, 5*time.Second)}, 25 * time.Second},
+		{"created in this reconcile", memcached(1, 0, ""), Observation{Deployment: deployment(1, 0, time.Hour), DeploymentChanged: true}, ReportTimeout},
+		{"created and rolled out", memcached(1, 0, ""), Observation{Deployment: deployment(1, 1, 5*time.Second)}, 0},
+		{"scaled 10 s ago, serving meanwhile", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second)}, 20 * time.Second},
+		{"scaled 40 s ago: the rollout is slow, its progress is written", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 40*time.Second)}, 0},
+		{"scaled up, below the Deployment's minimum availability, serving", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second, belowMinimum)}, 20 * time.Second},
+		{"serving no more", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 0, 10*time.Second)}, 0},
+		{"progress deadline exceeded", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second, stalled)}, 0},
+		{"rolling out for a generation the status already names (a Secret rotated)", memcached(3, 2, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second)}, 0},
+		{"replacing another Deployment", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second), Replacing: "replacing"}, 0},
+		{"no Deployment", memcached(3, 1, metav1.ConditionTrue), Observation{}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			NewWithT(t).Expect(statusWait(tt.m, tt.obs, false, now)).To(Equal(tt.want))
+			NewWithT(t).Expect(Hold(tt.m, tt.obs, now)).To(Equal(tt.want))
 		})
 	}
 }

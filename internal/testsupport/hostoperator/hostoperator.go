@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/example/memcached-operator/internal/repo"
+	"github.com/example/memcached-operator/internal/testsupport/repo"
 )
 
 // Options say how to run the operator.

@@ -16,7 +16,7 @@ import (
 func TestManagersOfLostFields(t *testing.T) {
 	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "u"}}
 	want := desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{})
-	all, err := owned.AppliedFields(want)
+	all, err := owned.AppliedFields(builtin, want)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,9 +64,12 @@ func TestManagersOfLostFields(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", ManagedFields: tt.entries}}
-			got, err := owned.ManagersOfLostFields(d, want)
+			got, err := owned.ManagersOfLostFields(d, want, builtin)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(got).To(Equal(tt.want))
 		})
 	}
 }
+
+// builtin are the schemas of a cluster without ServiceMonitors.
+var builtin = owned.BuiltinSchemas()

@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/example/memcached-operator/internal/operator"
 	"github.com/example/memcached-operator/pkg/controller/memcached"
 	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/operator"
 )
 
 // SetLogger sends controller-runtime's logs to stderr: errors only, or

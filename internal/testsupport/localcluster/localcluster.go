@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/example/memcached-operator/internal/repo"
+	"github.com/example/memcached-operator/internal/testsupport/repo"
 )
 
 // Cluster is a running local cluster.

@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/example/memcached-operator/internal/testenv"
+	"github.com/example/memcached-operator/internal/testsupport/testenv"
 )
 
 // TestClusterRunsDeployments brings a cluster up, rolls out a plain

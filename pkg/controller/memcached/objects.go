@@ -1,0 +1,295 @@
+package memcached
+
+import (
+	"context"
+	"fmt"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/jsonconv"
+	"github.com/example/memcached-operator/pkg/owned"
+)
+
+// ownedKind is a kind of object the operator makes for a Memcached, named
+// after it and controlled by it.
+type ownedKind struct {
+	kind owned.Kind
+	// notOwned is the condition reason and event reason when an object of
+	// this kind and the Memcached's name is not the Memcached's.
+	notOwned string
+	newObj   func() client.Object
+}
+
+var (
+	deployments = ownedKind{
+		kind:     owned.KindDeployment,
+		notOwned: cachev1alpha1.ReasonDeploymentNotOwned,
+		newObj:   func() client.Object { return &appsv1.Deployment{} },
+	}
+	services = ownedKind{
+		kind:     owned.KindService,
+		notOwned: cachev1alpha1.ReasonServiceNotOwned,
+		newObj:   func() client.Object { return &corev1.Service{} },
+	}
+	podDisruptionBudgets = ownedKind{
+		kind:     owned.KindPodDisruptionBudget,
+		notOwned: cachev1alpha1.ReasonPodDisruptionBudgetNotOwned,
+		newObj:   func() client.Object { return &policyv1.PodDisruptionBudget{} },
+	}
+	serviceMonitors = ownedKind{
+		kind:     owned.KindServiceMonitor,
+		notOwned: cachev1alpha1.ReasonServiceMonitorNotOwned,
+		newObj:   func() client.Object { return &monitoringv1.ServiceMonitor{} },
+	}
+)
+
+// outcome is what a step did with one object.
+type outcome struct {
+	// obj summarizes the object as the apiserver holds it after the step,
+	// when it exists and is the Memcached's; nil otherwise.
+	obj *owned.Summary
+	// changed: the apply created or changed the object.
+	changed bool
+	// notOwned: an object of that name exists that the Memcached does not
+	// control; it was left alone.
+	notOwned bool
+	// refused is the apiserver's refusal of the apply, naming the object.
+	refused error
+	// report is what to tell of the change in the reconcile's event; empty
+	// when there is nothing to tell there.
+	report report
+}
+
+// ensure applies want, the object of kind k that the Memcached should have,
+// when what FieldManager owns of the current object differs from it, and
+// does nothing to an object of that name that the Memcached does not
+// control.
+func (s *scope) ensure(ctx context.Context, k ownedKind, want runtime.ApplyConfiguration) (outcome, error) {
+	current, out, err := s.claim(ctx, k)
+	if err != nil || out.notOwned {
+		return out, err
+	}
+	return s.apply(ctx, k, current, want)
+}
+
+// claim returns the summary of the object of kind k with the Memcached's
+// name (nil when none exists). One the Memcached does not control is left
+// alone, and reported at once: in an event, and by the outcome's notOwned.
+func (s *scope) claim(ctx context.Context, k ownedKind) (*owned.Summary, outcome, error) {
+	var out outcome
+	current, err := s.current(ctx, k)
+	if err != nil {
+		return nil, out, err
+	}
+	if current != nil && !metav1.IsControlledBy(current, s.m) {
+		ctrl.LoggerFrom(ctx).Info("Leaving alone an object not controlled by the Memcached", "kind", k.kind)
+		foreignObjectsRefused.WithLabelValues(string(k.kind)).Inc()
+		s.Recorder.Eventf(s.m, current, corev1.EventTypeWarning, k.notOwned, "Refuse",
+			"%s %s exists and is not controlled by this Memcached; leaving it alone", k.kind, current.GetName())
+		out.notOwned = true
+	}
+	return current, out, nil
+}
+
+// current returns the summary of the object of kind k with the Memcached's
+// name, or nil when none exists, from the store, without a request: the
+// store holds the operator's objects (labelled), those it created a moment
+// ago that its watch has not shown yet, and the names of all others. The
+// object is read from the apiserver, whole, only when it is the
+// Memcached's but lost the operator's label.
+func (s *scope) current(ctx context.Context, k ownedKind) (*owned.Summary, error) {
+	key := client.ObjectKeyFromObject(s.m)
+	sum, found, err := s.Owned.Get(k.kind, key)
+	if err != nil || found {
+		return sum, err
+	}
+	if sum, found := s.Owned.Unseen(k.kind, key); found {
+		return sum, nil
+	}
+	other, found, err := s.Owned.Other(k.kind, key)
+	switch {
+	case err != nil || !found:
+		return nil, err
+	case !metav1.IsControlledBy(other, s.m):
+		return &owned.Summary{TypeMeta: metav1.TypeMeta{Kind: string(k.kind)}, ObjectMeta: other.ObjectMeta}, nil
+	}
+	obj := k.newObj()
+	err = s.APIReader.Get(ctx, key, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("getting %s %s: %w", k.kind, key.Name, err)
+	}
+	return owned.Summarize(obj, s.Schemas)
+}
+
+// apply applies want over current, the Memcached's object of kind k (nil
+// when there is none), when what FieldManager owns of it differs. It
+// records an event at once for restored drift; what else it changed is in
+// the outcome's report.
+func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, want runtime.ApplyConfiguration) (outcome, error) {
+	m := s.m
+	log := ctrl.LoggerFrom(ctx)
+	var out outcome
+
+	var lostTo []string
+	if current != nil {
+		same, err := current.AppliesNothing(want)
+		if err != nil {
+			return out, err
+		}
+		if same {
+			appliesSkipped.WithLabelValues(string(k.kind)).Inc()
+			out.obj = current
+			return out, nil
+		}
+		if lostTo, err = s.whoChanged(ctx, k, current, want); err != nil {
+			return out, err
+		}
+	}
+	// A Memcached deleted after the cache last saw it gets its objects
+	// created all the same, owned by a UID that no longer exists: the
+	// garbage collector deletes them (TestObjectsOfADeletedMemcachedAreCollected).
+	// Reading the Memcached before each creation to prevent that cost a
+	// request per created object.
+
+	// What the object's digest will be, if the apply creates it.
+	var createdDigest owned.Digest
+	if current == nil {
+		var err error
+		if createdDigest, err = owned.DigestOf(want, s.Schemas); err != nil {
+			return out, err
+		}
+	}
+	log.Info("Applying object", "kind", k.kind)
+	err := s.Client.Apply(ctx, want, client.FieldOwner(owned.FieldManager), client.ForceOwnership)
+	switch {
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		// The namespace is going away, and the Memcached with it: nothing
+		// to create, and no status worth writing.
+		log.V(1).Info("Not applying: the namespace is terminating", "kind", k.kind)
+		return out, errMemcachedGone
+	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+		log.Error(err, "The apiserver refused the object", "kind", k.kind)
+		s.Recorder.Eventf(m, nil, corev1.EventTypeWarning, eventApplyRejected, "Apply",
+			"The apiserver refused %s %s: %v", k.kind, m.Name, err)
+		out.refused = fmt.Errorf("%s %s: %w", k.kind, m.Name, err)
+		return out, nil
+	case err != nil:
+		return out, fmt.Errorf("applying %s %s: %w", k.kind, m.Name, err)
+	}
+	appliesSent.WithLabelValues(string(k.kind)).Inc()
+
+	// Apply wrote the apiserver's answer into want.
+	applied, err := summaryOfAnswer(k, want)
+	if err != nil {
+		return out, err
+	}
+	out.obj = applied
+	if current == nil {
+		s.Owned.Created(applied, createdDigest)
+	}
+	out.changed = current == nil || applied.ResourceVersion != current.ResourceVersion
+	if !out.changed {
+		return out, nil
+	}
+	if len(lostTo) > 0 {
+		driftCorrected.WithLabelValues(string(k.kind)).Inc()
+		s.Recorder.Eventf(m, applied, corev1.EventTypeNormal, eventDriftCorrected, "CorrectDrift",
+			"Restored fields of %s %s changed by %v", k.kind, applied.Name, lostTo)
+	}
+	out.report = describe(m, k.kind, current, applied, len(lostTo) > 0)
+	return out, nil
+}
+
+// whoChanged names the managers that took fields of current from the
+// operator. A summary tells only whether the operator owns exactly the
+// fields it is about to apply; when it does not, the object is read from
+// the apiserver with every manager's field set: a read only when an apply
+// is due anyway, and only when it sets fields the operator does not own, or
+// no longer sets some it owns.
+func (s *scope) whoChanged(ctx context.Context, k ownedKind, current *owned.Summary, want runtime.ApplyConfiguration) ([]string, error) {
+	exactly, err := current.OwnsExactly(want, s.Schemas)
+	if err != nil || exactly {
+		return nil, err
+	}
+	live := k.newObj()
+	err = s.APIReader.Get(ctx, client.ObjectKeyFromObject(current), live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("getting %s %s: %w", k.kind, current.Name, err)
+	}
+	return owned.ManagersOfLostFields(live, want, s.Schemas)
+}
+
+// summaryOfAnswer is the summary of the apiserver's answer to an apply,
+// which Client.Apply decoded into want.
+func summaryOfAnswer(k ownedKind, want runtime.ApplyConfiguration) (*owned.Summary, error) {
+	obj := k.newObj()
+	if err := jsonconv.Convert(want, obj); err != nil {
+		return nil, err
+	}
+	return owned.SummarizeAnswer(obj)
+}
+
+// remove deletes the Memcached's object of kind k when it exists and the
+// Memcached controls it; an object of that name that the Memcached does
+// not control is not its business. It looks in the store only, so that a
+// Memcached at rest costs no request.
+func (s *scope) remove(ctx context.Context, k ownedKind) error {
+	m := s.m
+	current, found, err := s.Owned.Get(k.kind, client.ObjectKeyFromObject(m))
+	switch {
+	case err != nil:
+		return fmt.Errorf("getting %s %s: %w", k.kind, m.Name, err)
+	case !found || !metav1.IsControlledBy(current, m):
+		return nil
+	}
+	ctrl.LoggerFrom(ctx).Info("Deleting object", "kind", k.kind)
+	obj := k.newObj()
+	obj.SetNamespace(current.Namespace)
+	obj.SetName(current.Name)
+	uid := current.UID
+	err = s.Client.Delete(ctx, obj, client.Preconditions{UID: &uid})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("deleting %s %s: %w", k.kind, m.Name, err)
+	}
+	s.reports = append(s.reports, report{reason: eventDeleted, note: fmt.Sprintf("deleted %s %s (size is %d)", k.kind, m.Name, desired.Replicas(m)), obj: current})
+	return nil
+}
+
+// describe says what an apply that changed an object did, for the
+// reconcile's event: created, scaled or updated. A drift correction that
+// did not scale is told by its own event, so it reports nothing here.
+func describe(m *cachev1alpha1.Memcached, kind owned.Kind, before, after *owned.Summary, driftCorrected bool) report {
+	if before == nil {
+		note := fmt.Sprintf("created %s %s", kind, after.Name)
+		if kind == owned.KindDeployment {
+			note += fmt.Sprintf(" with %d replicas", desired.Replicas(m))
+		}
+		return report{reason: eventCreated, note: note, obj: after}
+	}
+	if kind == owned.KindDeployment && before.DesiredReplicas() != after.DesiredReplicas() {
+		return report{reason: eventScaled, note: fmt.Sprintf("scaled Deployment %s from %d to %d replicas", after.Name, before.DesiredReplicas(), after.DesiredReplicas()), obj: after}
+	}
+	if driftCorrected {
+		return report{}
+	}
+	return report{reason: eventUpdated, note: fmt.Sprintf("updated %s %s", kind, after.Name), obj: after}
+}

@@ -1,0 +1,222 @@
+package memcached
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	cacheac "github.com/example/memcached-operator/applyconfig/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/owned"
+	"github.com/example/memcached-operator/pkg/status"
+)
+
+// errMemcachedGone: the Memcached was deleted after the cache last saw it,
+// or its namespace is being deleted.
+var errMemcachedGone = errors.New("the Memcached is gone or going")
+
+// Event reasons.
+const (
+	eventCreated        = "Created"
+	eventScaled         = "Scaled"
+	eventUpdated        = "Updated"
+	eventDriftCorrected = "DriftCorrected"
+	eventDeleted        = "Deleted"
+	eventApplyRejected  = "ApplyRejected"
+	eventRolloutStalled = "RolloutStalled"
+)
+
+// scope is one reconcile of one Memcached: every step of it is a method
+// of scope, which gathers what the steps observe for the status and what
+// they changed for the reconcile's event.
+type scope struct {
+	*Reconciler
+	m *cachev1alpha1.Memcached
+	// obs is what the steps observed so far.
+	obs status.Observation
+	// reports are what the steps changed, told in one event at the end of
+	// reconcileObjects.
+	reports []report
+}
+
+func newScope(r *Reconciler, m *cachev1alpha1.Memcached) *scope {
+	return &scope{Reconciler: r, m: m, obs: status.Observation{Image: r.Images.Image(m)}}
+}
+
+// reconcileObjects makes m's Deployment, Service, PodDisruptionBudget and
+// ServiceMonitor what m asks for, sending an apply only for an object
+// whose owned fields differ, and observes them for the status.
+func (s *scope) reconcileObjects(ctx context.Context) error {
+	defer s.recordReports()
+	if err := s.reconcileDeployment(ctx); err != nil {
+		return err
+	}
+	if err := s.reconcileService(ctx); err != nil {
+		return err
+	}
+	if err := s.reconcileBudget(ctx); err != nil {
+		return err
+	}
+	return s.reconcileServiceMonitor(ctx)
+}
+
+// reconcileService applies m's headless Service.
+func (s *scope) reconcileService(ctx context.Context) error {
+	svc, err := s.ensure(ctx, services, desired.Service(s.m))
+	if err != nil {
+		return err
+	}
+	s.obs.Service = svc.obj
+	s.observe(owned.KindService, svc)
+	return nil
+}
+
+// reconcileBudget applies m's PodDisruptionBudget while m wants one, and
+// deletes it otherwise.
+func (s *scope) reconcileBudget(ctx context.Context) error {
+	if !desired.WantsPodDisruptionBudget(s.m) {
+		return s.remove(ctx, podDisruptionBudgets)
+	}
+	pdb, err := s.ensure(ctx, podDisruptionBudgets, desired.PodDisruptionBudget(s.m))
+	if err != nil {
+		return err
+	}
+	s.observe(owned.KindPodDisruptionBudget, pdb)
+	return nil
+}
+
+// reconcileServiceMonitor applies m's ServiceMonitor while m asks for
+// monitoring and the cluster serves ServiceMonitors, and deletes it when m
+// no longer asks.
+func (s *scope) reconcileServiceMonitor(ctx context.Context) error {
+	switch {
+	case !s.Schemas.ServiceMonitors():
+		if desired.Monitored(s.m) {
+			s.obs.Monitor = status.MonitorCRDMissing
+		}
+		return nil
+	case !desired.Monitored(s.m):
+		return s.remove(ctx, serviceMonitors)
+	}
+	sm, err := s.ensure(ctx, serviceMonitors, desired.ServiceMonitor(s.m))
+	if err != nil {
+		return err
+	}
+	s.observe(owned.KindServiceMonitor, sm)
+	s.obs.Monitor = status.MonitorReady
+	if sm.notOwned {
+		s.obs.Monitor = status.MonitorNotOwned
+	}
+	return nil
+}
+
+// observe records what a step did with an object of kind: for the status,
+// whether the object is in the way and the apiserver's first refusal; for
+// the event, what changed.
+func (s *scope) observe(kind owned.Kind, out outcome) {
+	if out.notOwned {
+		s.obs.NotOwned = append(s.obs.NotOwned, kind)
+	}
+	if s.obs.ApplyError == nil {
+		s.obs.ApplyError = out.refused
+	}
+	s.reports = append(s.reports, out.report)
+}
+
+// applyStatus applies the status computed from what the steps observed,
+// unless the status fields the operator owns already hold exactly that,
+// and records the events that go with a status first saying something.
+func (s *scope) applyStatus(ctx context.Context) error {
+	m := s.m
+	want := cacheac.Memcached(m.Name, m.Namespace).
+		WithStatus(status.Status(m, s.obs, metav1.NewTime(s.now()).Rfc3339Copy()))
+
+	same, err := owned.StatusAppliesNothing(m, want)
+	if err != nil {
+		return err
+	}
+	if same {
+		appliesSkipped.WithLabelValues(kindMemcachedStatus).Inc()
+		return nil
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Applying status")
+	err = s.Client.Status().Apply(ctx, want, client.FieldOwner(owned.StatusFieldManager), client.ForceOwnership)
+	if apierrors.IsNotFound(err) {
+		// Deleted since the cache saw it: nothing to report to.
+		ctrl.LoggerFrom(ctx).V(1).Info("Not applying status: the Memcached is gone")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("applying status of Memcached %s: %w", m.Name, err)
+	}
+	appliesSent.WithLabelValues(kindMemcachedStatus).Inc()
+	s.recordStatusEvents()
+	return nil
+}
+
+// recordStatusEvents records the Warning events of a status just written:
+// a stalled rollout, monitoring without the ServiceMonitor CRD and an
+// unusable Secret, the last two once, with the status that first says so
+// (m holds the status from before that write).
+func (s *scope) recordStatusEvents() {
+	m, obs := s.m, s.obs
+	if obs.Deployment != nil {
+		if c := status.Stalled(m, obs); c.Status == metav1.ConditionTrue && c.Reason == cachev1alpha1.ReasonRolloutStalled {
+			s.Recorder.Eventf(m, obs.Deployment, corev1.EventTypeWarning, eventRolloutStalled, "Rollout", "%s", c.Message)
+		}
+	}
+	if obs.Monitor == status.MonitorCRDMissing {
+		if c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionMonitored); c == nil || c.Reason != cachev1alpha1.ReasonServiceMonitorCRDMissing {
+			s.Recorder.Eventf(m, nil, corev1.EventTypeWarning, cachev1alpha1.ReasonServiceMonitorCRDMissing, "Monitor", "%s", status.MissingCRDMessage(m))
+		}
+	}
+	if p := obs.Secret; p != nil {
+		if c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionStalled); c == nil || c.Reason != p.Reason || c.Message != p.Message {
+			s.Recorder.Eventf(m, nil, corev1.EventTypeWarning, p.Reason, "Hold", "%s", p.Message)
+		}
+	}
+}
+
+// report is one object created, scaled, updated or deleted by a reconcile,
+// as the reconcile's event tells it.
+type report struct {
+	reason string // an event reason: eventCreated, eventScaled, ...
+	note   string // lower-case, to be joined with others
+	obj    client.Object
+}
+
+// eventActions are the events.k8s.io actions of the report reasons.
+var eventActions = map[string]string{eventCreated: "Create", eventScaled: "Scale", eventUpdated: "Update", eventDeleted: "Delete"}
+
+// recordReports tells the reports of one reconcile in one event, under the
+// reason of the first (the Deployment's, when it changed): each event is a
+// write to the apiserver, and creating a Memcached changes two or three
+// objects at once.
+func (s *scope) recordReports() {
+	var notes []string
+	var first report
+	for _, c := range s.reports {
+		if c.reason == "" {
+			continue
+		}
+		if first.reason == "" {
+			first = c
+		}
+		notes = append(notes, c.note)
+	}
+	if first.reason == "" {
+		return
+	}
+	note := strings.Join(notes, "; ")
+	note = strings.ToUpper(note[:1]) + note[1:]
+	s.Recorder.Eventf(s.m, first.obj, corev1.EventTypeNormal, first.reason, eventActions[first.reason], "%s", note)
+}
