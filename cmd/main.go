@@ -22,10 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/example/memcached-operator/pkg/operator"
 	"github.com/example/memcached-operator/pkg/controller/memcached"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/golimit"
+	"github.com/example/memcached-operator/pkg/operator"
 )
 
 func main() {

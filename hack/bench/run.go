@@ -19,8 +19,8 @@ import (
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/testsupport/localcluster"
-	"github.com/example/memcached-operator/pkg/operator"
 	"github.com/example/memcached-operator/internal/testsupport/repo"
+	"github.com/example/memcached-operator/pkg/operator"
 )
 
 const (
