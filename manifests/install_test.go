@@ -20,24 +20,26 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/pkg/jsonconv"
 	"github.com/example/memcached-operator/internal/testsupport/localcluster"
 	"github.com/example/memcached-operator/internal/testsupport/repo"
 	"github.com/example/memcached-operator/internal/testsupport/testcerts"
 	"github.com/example/memcached-operator/internal/testsupport/testenv"
 	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/jsonconv"
 )
 
 const (
@@ -205,6 +207,51 @@ func serviceAccountConfig(t *testing.T) *rest.Config {
 	return serviceAccountConfigFor(t, operatorNamespace, operatorSA)
 }
 
+// grantedRules are the resource rules the user of cfg holds in ns beyond
+// those of ns's default ServiceAccount (what every ServiceAccount holds),
+// one per group, resource and verb: "group/resource:verb", the core group
+// empty.
+func grantedRules(t *testing.T, cfg *rest.Config, ns string) []string {
+	t.Helper()
+	rules := func(cfg *rest.Config) map[string]bool {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		review, err := cs.AuthorizationV1().SelfSubjectRulesReviews().Create(context.Background(),
+			&authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: ns}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("reviewing the rules in %s: %v", ns, err)
+		}
+		if review.Status.Incomplete {
+			t.Fatalf("the rules review in %s is incomplete: %s", ns, review.Status.EvaluationError)
+		}
+		out := map[string]bool{}
+		for _, r := range review.Status.ResourceRules {
+			for _, group := range r.APIGroups {
+				for _, resource := range r.Resources {
+					for _, verb := range r.Verbs {
+						rule := group + "/" + resource + ":" + verb
+						if len(r.ResourceNames) > 0 {
+							rule += fmt.Sprintf(" %v", r.ResourceNames)
+						}
+						out[rule] = true
+					}
+				}
+			}
+		}
+		return out
+	}
+	everyone := rules(serviceAccountConfigFor(t, ns, "default"))
+	var granted []string
+	for rule := range rules(cfg) {
+		if !everyone[rule] {
+			granted = append(granted, rule)
+		}
+	}
+	return granted
+}
+
 // serviceAccountConfigFor is serviceAccountConfig for the ServiceAccount
 // name in namespace.
 func serviceAccountConfigFor(t *testing.T, namespace, name string) *rest.Config {
@@ -344,6 +391,33 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 	startOperator(t, cfg, testenv.OperatorOptions{LeaderElectionNamespace: operatorNamespace})
 	ns := lifecycle(t)
 	ctx := context.Background()
+
+	// What the bundle grants, exactly: the operator's rules in a Memcached's
+	// namespace and in its own, beyond what every ServiceAccount holds. The
+	// lifecycle above proves they suffice; this, that there is nothing more
+	// (an added verb or resource fails here).
+	managerRules := []string{
+		"/secrets:list", "/secrets:watch",
+		"/services:create", "/services:get", "/services:list", "/services:patch", "/services:watch",
+		"apps/deployments:create", "apps/deployments:delete", "apps/deployments:get", "apps/deployments:list", "apps/deployments:patch", "apps/deployments:watch",
+		"apps/replicasets:list", "apps/replicasets:patch",
+		"authentication.k8s.io/tokenreviews:create",
+		"authorization.k8s.io/subjectaccessreviews:create",
+		"cache.example.com/memcacheds:get", "cache.example.com/memcacheds:list", "cache.example.com/memcacheds:patch", "cache.example.com/memcacheds:watch",
+		"cache.example.com/memcacheds/status:get", "cache.example.com/memcacheds/status:patch",
+		"events.k8s.io/events:create", "events.k8s.io/events:patch",
+		"monitoring.coreos.com/servicemonitors:create", "monitoring.coreos.com/servicemonitors:delete", "monitoring.coreos.com/servicemonitors:get",
+		"monitoring.coreos.com/servicemonitors:list", "monitoring.coreos.com/servicemonitors:patch", "monitoring.coreos.com/servicemonitors:watch",
+		"policy/poddisruptionbudgets:create", "policy/poddisruptionbudgets:delete", "policy/poddisruptionbudgets:get",
+		"policy/poddisruptionbudgets:list", "policy/poddisruptionbudgets:patch", "policy/poddisruptionbudgets:watch",
+	}
+	leaderElectionRules := []string{
+		"/events:create", "/events:patch",
+		"coordination.k8s.io/leases:create", "coordination.k8s.io/leases:delete", "coordination.k8s.io/leases:get", "coordination.k8s.io/leases:list",
+		"coordination.k8s.io/leases:patch", "coordination.k8s.io/leases:update", "coordination.k8s.io/leases:watch",
+	}
+	g.Expect(grantedRules(t, cfg, ns)).To(ConsistOf(managerRules), "in a Memcached's namespace")
+	g.Expect(grantedRules(t, cfg, operatorNamespace)).To(ConsistOf(append(managerRules, leaderElectionRules...)), "in the operator's namespace")
 
 	// The role is tight: Secrets may be listed and watched, nothing more;
 	// no Pods, no Memcached created or deleted.

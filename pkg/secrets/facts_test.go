@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/example/memcached-operator/internal/testsupport/testcerts"
 )
@@ -59,8 +60,17 @@ func TestSummaryKeepsDigestsAndProblemsOnly(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	s := ca.Secret("ns", "cache-tls", pair)
 	s.Data["authfile"] = []byte("alice:pw\n")
+	s.UID, s.ResourceVersion = "uid-1", "42"
+	// kubectl apply keeps a copy of the whole Secret, data included, in an
+	// annotation; managed fields name every key.
+	s.Labels = map[string]string{"team": "payments"}
+	s.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"authfile":"YWxpY2U6cHcK"}}`}
+	s.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:authfile":{}}}`)}}}
+	s.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cert-manager.io/v1", Kind: "Certificate", Name: "cache", UID: "uid-2"}}
 
 	sum := Summarize(s)
+	g.Expect(sum.ObjectMeta).To(Equal(metav1.ObjectMeta{Name: "cache-tls", Namespace: "ns", UID: "uid-1", ResourceVersion: "42"}),
+		"of the metadata, the identity only: no annotation (kubectl's holds the data), no managed fields, labels or owners")
 	g.Expect(sum.Name).To(Equal("cache-tls"))
 	g.Expect(sum.Digests).To(HaveLen(4))
 	for k, d := range sum.Digests {

@@ -180,6 +180,15 @@ func TestStalled(t *testing.T) {
 	})
 }
 
+func TestAStalledRolloutSaysWhatTheDeploymentSays(t *testing.T) {
+	g := NewWithT(t)
+	for _, f := range []func(*cachev1alpha1.Memcached, Observation) metav1.Condition{Stalled, Degraded, Progressing, Reconciling} {
+		c := f(mc(3), Observation{Deployment: stalled})
+		g.Expect(c.Message).To(ContainSubstring("Deployment cache exceeded its progress deadline"), c.Type)
+		g.Expect(c.Message).To(ContainSubstring(deadline.Message), "%s: the Deployment's own message", c.Type)
+	}
+}
+
 func TestStatusTellsWhereToConnect(t *testing.T) {
 	g := NewWithT(t)
 	st := Status(mc(3), Observation{Deployment: complete}, metav1.Now())

@@ -94,11 +94,16 @@ func TestSecretsGateAndRollThePods(t *testing.T) {
 	))
 	g.Expect(events(t, ns, m.Name, cachev1alpha1.ReasonSecretMissing)).To(HaveLen(3), "one event per problem, not per reconcile")
 
-	// Every request for Secrets named one Secret.
+	// Every request for Secrets named one Secret, and each of the two
+	// Secrets was read (a check over no request would prove nothing).
+	named := map[string]int{}
 	for _, r := range requests.Since(mark, testenv.PathContains("/namespaces/"+ns+"/secrets")) {
 		g.Expect(r.Method).To(Equal("GET"), r.String())
 		g.Expect(r.Query.Get("fieldSelector")).To(BeElementOf("metadata.name=cache-tls", "metadata.name=cache-users"), r.String())
+		named[r.Query.Get("fieldSelector")]++
 	}
+	g.Expect(named).To(HaveKey("metadata.name=cache-tls"), "the TLS Secret was listed or watched")
+	g.Expect(named).To(HaveKey("metadata.name=cache-users"), "the authentication Secret was listed or watched")
 
 	// At rest, nothing.
 	time.Sleep(time.Second)
