@@ -51,6 +51,19 @@ func FuzzAdmittedSpecGivesAcceptedDeployment(f *testing.F) {
 	fuzzspec.Fuzz(f, func(t *testing.T, in fuzzspec.Input) { checkSpec(t, in.Memcached(fuzzNamespace())) })
 }
 
+// TestFuzzSeedsAreAdmittedAsMeant: the seeds meant to reach the builders
+// are admitted, and those meant to be refused are refused, so that a seed
+// the CRD starts refusing does not silently stop testing the builders.
+func TestFuzzSeedsAreAdmittedAsMeant(t *testing.T) {
+	for _, sd := range fuzzspec.Seeds {
+		t.Run(sd.In.Name, func(t *testing.T) {
+			if admitted := checkSpec(t, sd.In.Memcached(fuzzNamespace())); admitted != sd.Admitted {
+				t.Errorf("seed %q: admitted %v, meant %v", sd.In.Name, admitted, sd.Admitted)
+			}
+		})
+	}
+}
+
 // checkSpec checks one Memcached: the builders never panic, and when the
 // apiserver admits it, each object built from it is accepted. It returns
 // whether the Memcached was admitted; any answer to its creation but

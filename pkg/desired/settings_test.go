@@ -46,6 +46,10 @@ func TestRolloutKeepsCapacity(t *testing.T) {
 	g.Expect(sleep).NotTo(BeNil(), "the kubelet's sleep action: no shell needed")
 	g.Expect(pod.Containers[0].Lifecycle.PreStop.Exec).To(BeNil())
 	g.Expect(*pod.TerminationGracePeriodSeconds).To(BeNumerically(">", *sleep.Seconds), "memcached gets time to stop after the sleep")
+	// The figures the README promises, pinned here: a shorter sleep lets
+	// clients send to a pod that has stopped before the endpoints drop it.
+	g.Expect(*sleep.Seconds).To(Equal(int64(10)), "a stopping pod keeps serving for 10 s")
+	g.Expect(*pod.TerminationGracePeriodSeconds).To(Equal(int64(30)), "within a 30 s grace period")
 }
 
 func TestPodSettings(t *testing.T) {

@@ -85,6 +85,8 @@ func TestMonitoringComesAndGoes(t *testing.T) {
 
 	// Monitoring off: the exporter, the port, the ServiceMonitor and the
 	// condition go.
+	sm = &monitoringv1.ServiceMonitor{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), sm)).To(Succeed())
 	mark = requests.Mark()
 	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"monitoring":null}}`)))).To(Succeed())
 	got, dep = converged(t, m)
@@ -103,6 +105,7 @@ func TestMonitoringComesAndGoes(t *testing.T) {
 	g.Expect(deletes).To(ContainElement(HaveField("Code", http.StatusOK)), "the operator deleted its ServiceMonitor")
 	for _, d := range deletes {
 		g.Expect(d.Code).To(BeElementOf(http.StatusOK, http.StatusNotFound))
+		g.Expect(d.Body).To(ContainSubstring(string(sm.UID)), "the delete's precondition names the ServiceMonitor that was read")
 	}
 }
 

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Reads the log of `make test GO_TEST_FLAGS=-v` and fails when any test was
+# skipped, or when the end-to-end container stories (features labelled
+# needs=containers, run on the real node) did not pass: a run without them
+# proves nothing about the pods.
+set -euo pipefail
+log="${1:?usage: $0 TEST-LOG}"
+
+if skipped="$(grep -E -- '--- SKIP' "${log}")"; then
+  echo "tests were skipped; a skipped test is not a pass:" >&2
+  echo "${skipped}" >&2
+  exit 1
+fi
+# One story per kind of container behaviour; each must have run and passed.
+for story in TestRollingImageChangeKeepsServing TestSecretRotationKeepsServing TestMemcachedServes; do
+  if ! grep -qE -- "--- PASS: ${story} " "${log}"; then
+    echo "the container story ${story} did not run and pass" >&2
+    exit 1
+  fi
+done
+echo "no test skipped; the container stories ran"
