@@ -50,7 +50,7 @@ func TestAWatchStopsWhenNoMemcachedNamesItsSecret(t *testing.T) {
 	b := types.NamespacedName{Namespace: "ns", Name: "b"}
 	w.Follow(a, "tls", "users")
 	w.Follow(b, "tls")
-	g.Eventually(open).WithTimeout(10*time.Second).Should(Equal(map[string]bool{"metadata.name=tls": true, "metadata.name=users": true}))
+	g.Eventually(open).WithTimeout(10 * time.Second).Should(Equal(map[string]bool{"metadata.name=tls": true, "metadata.name=users": true}))
 
 	w.Follow(a, "tls")
 	g.Eventually(open).WithTimeout(10*time.Second).Should(Equal(map[string]bool{"metadata.name=tls": true, "metadata.name=users": false}),
@@ -58,5 +58,5 @@ func TestAWatchStopsWhenNoMemcachedNamesItsSecret(t *testing.T) {
 
 	w.Follow(a)
 	w.Follow(b)
-	g.Eventually(open).WithTimeout(10*time.Second).Should(Equal(map[string]bool{"metadata.name=tls": false, "metadata.name=users": false}))
+	g.Eventually(open).WithTimeout(10 * time.Second).Should(Equal(map[string]bool{"metadata.name=tls": false, "metadata.name=users": false}))
 }
