@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,16 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	operatorpkg "github.com/example/memcached-operator/pkg/operator"
 )
+
+// deploymentCondition is d's condition of type t, or nil.
+func deploymentCondition(d appsv1.Deployment, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
+	for i := range d.Status.Conditions {
+		if d.Status.Conditions[i].Type == t {
+			return &d.Status.Conditions[i]
+		}
+	}
+	return nil
+}
 
 // The operator is killed mid-rollout and restarted, then runs as two
 // replicas with leader election and loses its leader. It converges every
@@ -58,7 +69,12 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 				m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i)}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
 				g.Expect(c.Create(ctx, m)).To(Succeed())
 			}
-			time.Sleep(300 * time.Millisecond) // some applied, some not
+			// Killed once some are applied: the first Deployment exists.
+			g.Eventually(func() ([]appsv1.Deployment, error) {
+				deps := &appsv1.DeploymentList{}
+				err := c.List(ctx, deps, client.InNamespace(ns))
+				return deps.Items, err
+			}).WithTimeout(timeout).WithPolling(50 * time.Millisecond).ShouldNot(BeEmpty())
 			operator.Kill()
 			resize(ctx, t, c, 2) // specs change while it is down
 
@@ -91,7 +107,19 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 				}
 				return out
 			}
-			time.Sleep(2 * time.Second) // the last reports of the Deployment controller land
+			// The Deployment controller's last report on each: rolled out.
+			g.Eventually(func(g Gomega) {
+				deps := &appsv1.DeploymentList{}
+				g.Expect(c.List(ctx, deps, client.InNamespace(ns))).To(Succeed())
+				for _, d := range deps.Items {
+					g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation), d.Name)
+					g.Expect(d.Status.Replicas).To(Equal(int32(2)), d.Name)
+					g.Expect(d.Status.AvailableReplicas).To(Equal(int32(2)), d.Name)
+					progressing := deploymentCondition(d, appsv1.DeploymentProgressing)
+					g.Expect(progressing).NotTo(BeNil(), d.Name)
+					g.Expect(progressing.Reason).To(Equal("NewReplicaSetAvailable"), d.Name)
+				}
+			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 			before := versions()
 			time.Sleep(12 * time.Second) // two resyncs
 			g.Expect(versions()).To(Equal(before), "no writes once converged")
@@ -124,9 +152,19 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 
 			resize(ctx, t, c, 3)
 			convergedAll(t, c, 3)
-			followerPatches, err := follower.MetricSum("rest_client_requests_total", `method="PATCH"`)
+			// The follower writes nothing at all: no apply, update or
+			// delete, and no create but, at most, one of the Lease that
+			// lost the race to the leader's (409).
+			for _, method := range []string{"PATCH", "POST", "PUT", "DELETE"} {
+				n, err := follower.MetricSum("rest_client_requests_total", `method="`+method+`"`)
+				g.Expect(err).NotTo(HaveOccurred())
+				conflicts, err := follower.MetricSum("rest_client_requests_total", `method="`+method+`"`, `code="409"`)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(n-conflicts).To(BeZero(), "the follower sends no %s that lands", method)
+			}
+			leaderPatches, err := leader.MetricSum("rest_client_requests_total", `method="PATCH"`)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(followerPatches).To(BeZero(), "the follower writes nothing")
+			g.Expect(leaderPatches).To(BeNumerically(">=", caches), "the leader applied the resize of every Memcached")
 
 			lease := &coordinationv1.Lease{}
 			leaseKey := client.ObjectKey{Namespace: ns, Name: operatorpkg.LeaderElectionID}
@@ -170,7 +208,18 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 				m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("short-lived-%d", i)}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)}}
 				g.Expect(c.Create(ctx, m)).To(Succeed())
 			}
-			time.Sleep(500 * time.Millisecond) // rollouts under way
+			// Deleted with their rollouts under way: each has its Deployment.
+			g.Eventually(func() (int, error) {
+				deps := &appsv1.DeploymentList{}
+				err := c.List(ctx, deps, client.InNamespace(ns))
+				n := 0
+				for _, d := range deps.Items {
+					if strings.HasPrefix(d.Name, "short-lived-") {
+						n++
+					}
+				}
+				return n, err
+			}).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Equal(caches))
 			for i := range caches {
 				m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("short-lived-%d", i)}}
 				g.Expect(c.Delete(ctx, m)).To(Succeed())

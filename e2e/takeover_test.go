@@ -74,6 +74,19 @@ func TestTakeOverKeepsServing(t *testing.T) {
 			var mu sync.Mutex
 			var samples []int
 			var refusals []string
+			// sampled waits until the probe below has taken n samples more
+			// than it had when called.
+			sampled := func(t *testing.T, n int) {
+				t.Helper()
+				mu.Lock()
+				from := len(samples)
+				mu.Unlock()
+				g.Eventually(func() int {
+					mu.Lock()
+					defer mu.Unlock()
+					return len(samples) - from
+				}).WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(BeNumerically(">=", n), "the probe samples")
+			}
 			probeCtx, stop := context.WithCancel(ctx)
 			done := make(chan struct{})
 			go func() {
@@ -81,6 +94,7 @@ func TestTakeOverKeepsServing(t *testing.T) {
 				for i := 0; probeCtx.Err() == nil; i++ {
 					addrs, err := readyPodAddresses(probeCtx, c, key())
 					if err != nil {
+						time.Sleep(100 * time.Millisecond)
 						continue
 					}
 					n := 0
@@ -102,7 +116,7 @@ func TestTakeOverKeepsServing(t *testing.T) {
 					time.Sleep(100 * time.Millisecond)
 				}
 			}()
-			time.Sleep(3 * time.Second)
+			sampled(t, 20) // before the operator starts
 
 			op, err := runOperator(cfg)
 			g.Expect(err).NotTo(HaveOccurred())
@@ -122,7 +136,7 @@ func TestTakeOverKeepsServing(t *testing.T) {
 				g.Expect(d.Status.ReadyReplicas).To(Equal(int32(size)))
 			}).WithTimeout(2 * timeout).WithPolling(time.Second).Should(Succeed())
 			t.Logf("takeover of %d pods took %s", size, time.Since(start).Round(time.Second))
-			time.Sleep(2 * time.Second)
+			sampled(t, 20) // after the takeover
 			stop()
 			<-done
 

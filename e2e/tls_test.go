@@ -219,6 +219,7 @@ func (p *probe) run(ctx context.Context, c client.Client, key client.ObjectKey, 
 	for ctx.Err() == nil {
 		addrs, err := readyPodAddresses(ctx, c, key)
 		if err != nil {
+			p.pause(ctx)
 			continue
 		}
 		p.mu.Lock()
@@ -246,11 +247,30 @@ func (p *probe) run(ctx context.Context, c client.Client, key client.ObjectKey, 
 			p.errs = append(p.errs, failures...)
 		}
 		p.mu.Unlock()
-		select {
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
+		p.pause(ctx)
 	}
+}
+
+// pause waits the time between two samples, or until ctx is done.
+func (p *probe) pause(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// sampled waits until the probe has taken n samples more than it had
+// taken when called.
+func (p *probe) sampled(t *testing.T, n int) {
+	t.Helper()
+	p.mu.Lock()
+	from := len(p.samples)
+	p.mu.Unlock()
+	NewWithT(t).Eventually(func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.samples) - from
+	}).WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(BeNumerically(">=", n), "the probe samples")
 }
 
 // A certificate re-issued into the same Secret, then a new password, roll
@@ -283,7 +303,7 @@ func TestSecretRotationKeepsServing(t *testing.T) {
 			probeCtx, stop := context.WithCancel(ctx)
 			done := make(chan struct{})
 			go func() { defer close(done); p.run(probeCtx, c, key(), tlsConf) }()
-			time.Sleep(3 * time.Second)
+			p.sampled(t, 20) // before the first change
 
 			rolled := func(annotation, before string) string {
 				t.Helper()
@@ -324,7 +344,7 @@ func TestSecretRotationKeepsServing(t *testing.T) {
 			g.Expect(c.Update(ctx, users)).To(Succeed())
 			rolled(desired.AnnotationAuthDigest, authDigest)
 			t.Logf("password rotation rolled %d pods in %s", size, time.Since(start).Round(time.Second))
-			time.Sleep(2 * time.Second)
+			p.sampled(t, 20) // after the last change
 			stop()
 			<-done
 
