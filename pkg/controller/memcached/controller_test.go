@@ -26,13 +26,18 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	cacheac "github.com/example/memcached-operator/applyconfig/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/testsupport/testenv"
+	"github.com/example/memcached-operator/pkg/controller/memcached"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
 )
@@ -395,6 +400,7 @@ func TestForeignDeploymentIsPickedUpOnceRemoved(t *testing.T) {
 	ns := testenv.Namespace(t, k8s)
 	foreign := foreignDeployment(ns, "cache")
 	g.Expect(k8s.Create(ctx, foreign)).To(Succeed())
+	mark := requests.Mark()
 	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)})
 	g.Eventually(func(g Gomega) {
 		got := &cachev1alpha1.Memcached{}
@@ -407,6 +413,47 @@ func TestForeignDeploymentIsPickedUpOnceRemoved(t *testing.T) {
 	g.Expect(k8s.Delete(ctx, foreign)).To(Succeed())
 	_, dep := converged(t, m)
 	g.Expect(metav1.IsControlledBy(dep, m)).To(BeTrue())
+	// The foreign Deployment was known, and its name found free, from the
+	// store's watches: no read of any kind in the namespace.
+	g.Expect(requests.Since(mark, inNamespace(ns), testenv.NotWatch, isGet)).To(BeEmpty(), "no GET")
+}
+
+// isGet matches reads.
+func isGet(r testenv.Request) bool { return r.Method == http.MethodGet }
+
+// The deletion of another's object reconciles the Memcached of its name at
+// once, from the store's watch of other objects' names: shown here on a
+// store without resync and no Memcached at all, so that nothing else could
+// enqueue it.
+func TestAForeignObjectsDeletionReconcilesTheMemcachedOfItsName(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := testenv.Namespace(t, k8s)
+	foreign := foreignDeployment(ns, "cache")
+	g.Expect(k8s.Create(ctx, foreign)).To(Succeed())
+
+	hc, err := rest.HTTPClientFor(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	store, err := owned.NewStore(cfg, hc, []string{ns}, memcached.OwnSelector, memcached.OthersSelector, 0, owned.BuiltinSchemas())
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = store.Start(ctx) }()
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	for _, src := range store.OtherSources(memcached.EnqueueFreedName) {
+		g.Expect(src.Start(ctx, q)).To(Succeed())
+		g.Expect(src.(source.SyncingSource).WaitForSync(ctx)).To(Succeed())
+	}
+	key := client.ObjectKeyFromObject(foreign)
+	_, found, err := store.Other(owned.KindDeployment, key)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(found).To(BeTrue(), "the foreign Deployment's name is known")
+	g.Expect(q.Len()).To(BeZero(), "its creation reconciles nothing")
+
+	g.Expect(k8s.Delete(ctx, foreign)).To(Succeed())
+	g.Eventually(q.Len).WithTimeout(timeout).WithPolling(poll).Should(Equal(1))
+	item, _ := q.Get()
+	g.Expect(item).To(Equal(reconcile.Request{NamespacedName: key}), "the Memcached of the freed name")
 }
 
 // The operator no longer reads a Memcached before creating its objects, to

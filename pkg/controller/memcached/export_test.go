@@ -1,0 +1,4 @@
+package memcached
+
+// For the tests in package memcached_test.
+var EnqueueFreedName = enqueueFreedName
