@@ -347,12 +347,22 @@ done`, host, port, size)
 				}
 			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 			converged(t, c, key(), size)
-			t.Logf("rollout of %d pods took %s", size, time.Since(start).Round(time.Second))
+			rolledOut := time.Now()
+			t.Logf("rollout of %d pods took %s", size, rolledOut.Sub(start).Round(time.Second))
 
 			record := stopRecord()
 			out := clientOutput(t, cfg, ns, "probe")
-			counts := regexp.MustCompile(`(?m)^serving (\d+) of \d+ at .*$`).FindAllStringSubmatch(out, -1)
+			counts := regexp.MustCompile(`(?m)^serving (\d+) of \d+ at (\d\d:\d\d:\d\d).*$`).FindAllStringSubmatch(out, -1)
 			g.Expect(len(counts)).To(BeNumerically(">", 100), "sampled throughout:\n%s", out)
+			// The probe samples for a fixed time: the rollout must have
+			// ended inside it, or its end went unsampled. (The client pod's
+			// clock is this machine's, in UTC.)
+			lastAt, err := time.Parse(time.TimeOnly, counts[len(counts)-1][2])
+			g.Expect(err).NotTo(HaveOccurred())
+			endAt, err := time.Parse(time.TimeOnly, rolledOut.UTC().Format(time.TimeOnly))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(!lastAt.Before(endAt) || endAt.Sub(lastAt) > 12*time.Hour).To(BeTrue(),
+				"the probe sampled until the rollout ended: last sample at %s, rolled out at %s", counts[len(counts)-1][2], rolledOut.UTC().Format(time.TimeOnly))
 			lowest, highest := size, 0
 			for _, c := range counts {
 				n, _ := strconv.Atoi(c[1])

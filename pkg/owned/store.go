@@ -79,14 +79,33 @@ func (s *Store) Created(answer *Summary, applied Digest) {
 		APIVersion: sum.APIVersion,
 		Time:       &metav1.Time{Time: now},
 	}}
+	key := createdKey{sum.Kind(), types.NamespacedName{Namespace: sum.Namespace, Name: sum.Name}}
 	s.createdMu.Lock()
 	defer s.createdMu.Unlock()
+	if _, found, _ := s.Get(key.kind, key.key); found {
+		// The watch showed it already (the informer holds an object
+		// before its handlers hear of it).
+		return
+	}
 	for c, v := range s.created {
 		if now.Sub(v.at) > createdMemory {
 			delete(s.created, c)
 		}
 	}
-	s.created[createdKey{sum.Kind(), types.NamespacedName{Namespace: sum.Namespace, Name: sum.Name}}] = created{summary: sum, at: now}
+	s.created[key] = created{summary: sum, at: now}
+}
+
+// seen forgets what Created recorded of an object once the store's watch
+// shows it: from then on the watch alone tells whether it exists, and a
+// deletion is not hidden by the record.
+func (s *Store) seen(obj any) {
+	sum, ok := obj.(*Summary)
+	if !ok {
+		return
+	}
+	s.createdMu.Lock()
+	defer s.createdMu.Unlock()
+	delete(s.created, createdKey{sum.Kind(), types.NamespacedName{Namespace: sum.Namespace, Name: sum.Name}})
 }
 
 // Unseen returns the summary Created recorded of the object of kind k with
@@ -178,7 +197,14 @@ func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector, 
 	for _, ns := range namespaces {
 		for _, k := range kinds {
 			lw := toolscache.NewFilteredListWatchFromClient(k.client, k.gvr.Resource, ns, withSelector(selector))
-			s.add(s.informers, k.kind, ns, newInformer(lw, k.example, fmt.Sprintf("%s summaries", k.kind), s.resync, summarize))
+			inf := newInformer(lw, k.example, fmt.Sprintf("%s summaries", k.kind), s.resync, summarize)
+			if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+				AddFunc:    s.seen,
+				UpdateFunc: func(_, obj any) { s.seen(obj) },
+			}); err != nil {
+				return nil, err
+			}
+			s.add(s.informers, k.kind, ns, inf)
 			others := metadatainformer.NewFilteredMetadataInformer(meta, k.gvr, ns, 0, toolscache.Indexers{}, withSelector(others)).Informer()
 			// Before the informer starts, so it holds nothing but names.
 			_ = others.SetTransform(trimOther)

@@ -385,12 +385,15 @@ func TestDeletedDeploymentIsRecreated(t *testing.T) {
 	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)})
 	_, dep := converged(t, m)
 
+	// Deleted within a minute of its creation, while the store would still
+	// remember creating it if its watch had not made it forget: the
+	// deletion's event recreates it, well before that memory would lapse.
 	g.Expect(k8s.Delete(ctx, dep)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		got := &appsv1.Deployment{}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(dep), got)).To(Succeed())
 		g.Expect(got.UID).NotTo(Equal(dep.UID), "a new Deployment")
-	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	}).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
 	converged(t, m)
 }
 
