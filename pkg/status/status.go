@@ -202,7 +202,7 @@ type rollout struct {
 // apply, then the other objects not being m's.
 func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
 	blockedBy := func(kind owned.Kind) rollout {
-		return rollout{rolloutBlocked, notOwnedReasons[kind], notOwnedMessage(kind, m.Name)}
+		return rollout{rolloutBlocked, NotOwnedReason(kind), notOwnedMessage(kind, m.Name)}
 	}
 	switch {
 	case obs.notOwned(owned.KindDeployment):
@@ -242,13 +242,15 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
 	return rollout{phase: rolloutComplete, message: fmt.Sprintf("%d of %d pods updated and available", d.Status.AvailableReplicas, want)}
 }
 
-// notOwnedReasons are the conditions' reasons when an object of a kind
-// with the Memcached's name is not the Memcached's.
-var notOwnedReasons = map[owned.Kind]string{
-	owned.KindDeployment:          cachev1alpha1.ReasonDeploymentNotOwned,
-	owned.KindService:             cachev1alpha1.ReasonServiceNotOwned,
-	owned.KindPodDisruptionBudget: cachev1alpha1.ReasonPodDisruptionBudgetNotOwned,
-	owned.KindServiceMonitor:      cachev1alpha1.ReasonServiceMonitorNotOwned,
+// NotOwnedReason is the reason, of the conditions and of the event, when
+// an object of kind with the Memcached's name is not the Memcached's.
+func NotOwnedReason(kind owned.Kind) string {
+	return map[owned.Kind]string{
+		owned.KindDeployment:          cachev1alpha1.ReasonDeploymentNotOwned,
+		owned.KindService:             cachev1alpha1.ReasonServiceNotOwned,
+		owned.KindPodDisruptionBudget: cachev1alpha1.ReasonPodDisruptionBudgetNotOwned,
+		owned.KindServiceMonitor:      cachev1alpha1.ReasonServiceMonitorNotOwned,
+	}[kind]
 }
 
 // rollingOut tells whether the Deployment is on its way to what m asks

@@ -13,18 +13,18 @@ import (
 // When to write the status: what the status says is decided above, when
 // it is worth writing here. Both read the same Observation.
 
-// ReportTimeout bounds how long, after the operator changed a Deployment,
+// reportTimeout bounds how long, after the operator changed a Deployment,
 // the Memcached's status waits for a report worth writing: the Deployment
 // controller's first report on the change, and, while the status already
 // lags the Memcached's generation, the rollout's end. Each report is a
 // watch event that reconciles the Memcached again at once; this is the
 // safety net, and what a slow rollout's status lags by at most.
-const ReportTimeout = 30 * time.Second
+const reportTimeout = 30 * time.Second
 
 // Hold is how long m's status waits before it is written: while the
 // Deployment controller has not reported on the operator's change yet
 // (reportPending), or while its reports only tell of a rollout on its way
-// (midRollout), for up to ReportTimeout after the change. Every status of
+// (midRollout), for up to reportTimeout after the change. Every status of
 // a rollout that ends within that time is then written once, at its end:
 // one status write per change instead of one per report. Zero: write now.
 func Hold(m *cachev1alpha1.Memcached, obs Observation, now time.Time) time.Duration {
@@ -61,7 +61,7 @@ func midRollout(m *cachev1alpha1.Memcached, obs Observation) bool {
 
 // reportPending is how long the Deployment controller may still take to
 // report on d: d has a generation it has not observed, and the operator
-// changed it less than ReportTimeout ago (sinceChange). Zero when the
+// changed it less than reportTimeout ago (sinceChange). Zero when the
 // report is in, or overdue: a status is then written without it.
 func reportPending(d *owned.Summary, justChanged bool, now time.Time) time.Duration {
 	if d == nil || d.Status.ObservedGeneration >= d.Generation {
@@ -70,7 +70,7 @@ func reportPending(d *owned.Summary, justChanged bool, now time.Time) time.Durat
 	return sinceChange(d, justChanged, now)
 }
 
-// sinceChange is what is left of ReportTimeout since the operator changed
+// sinceChange is what is left of reportTimeout since the operator changed
 // d: in this reconcile (justChanged), or by the time the apiserver
 // recorded on the operator's managed-fields entry (a later reconcile, such
 // as the one the store seeing the applied Deployment starts). Zero when d
@@ -81,12 +81,12 @@ func sinceChange(d *owned.Summary, justChanged bool, now time.Time) time.Duratio
 	}
 	if justChanged {
 		// The apply's answer carries no managed fields to read the time from.
-		return ReportTimeout
+		return reportTimeout
 	}
 	if t := d.LastApplied(); t != nil {
-		if left := t.Add(ReportTimeout).Sub(now); left > 0 {
+		if left := t.Add(reportTimeout).Sub(now); left > 0 {
 			// Capped: the apiserver's clock may run ahead of ours.
-			return min(left, ReportTimeout)
+			return min(left, reportTimeout)
 		}
 	}
 	return 0

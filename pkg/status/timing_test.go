@@ -36,14 +36,14 @@ func TestReportPendingWaitsOnlyForAFreshChangeNotYetObserved(t *testing.T) {
 		want time.Duration
 	}{
 		{"no Deployment", nil, false, 0},
-		{"changed in this reconcile, not observed", deployment(2, 1), true, ReportTimeout},
+		{"changed in this reconcile, not observed", deployment(2, 1), true, reportTimeout},
 		{"changed in this reconcile without a new generation", deployment(2, 2), true, 0},
 		{"report in", deployment(2, 2, entry(owned.FieldManager, metav1.ManagedFieldsOperationApply, time.Second)), false, 0},
 		{"changed 10 s ago, not observed", deployment(2, 1, entry(owned.FieldManager, metav1.ManagedFieldsOperationApply, 10*time.Second)), false, 20 * time.Second},
 		{"changed long ago, not observed: overdue", deployment(2, 1, entry(owned.FieldManager, metav1.ManagedFieldsOperationApply, time.Minute)), false, 0},
 		{"changed by another manager", deployment(2, 1, entry("kubectl", metav1.ManagedFieldsOperationApply, time.Second)), false, 0},
 		{"the operator's entry from an update, not an apply", deployment(2, 1, entry(owned.FieldManager, metav1.ManagedFieldsOperationUpdate, time.Second)), false, 0},
-		{"the apiserver's clock ahead", deployment(2, 1, entry(owned.FieldManager, metav1.ManagedFieldsOperationApply, -time.Hour)), false, ReportTimeout},
+		{"the apiserver's clock ahead", deployment(2, 1, entry(owned.FieldManager, metav1.ManagedFieldsOperationApply, -time.Hour)), false, reportTimeout},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,7 +107,7 @@ func TestStatusWaitsForTheRolloutsEndOnlyWhileTheStatusLags(t *testing.T) {
 		want time.Duration
 	}{
 		{"created 5 s ago, no pod ready yet", memcached(1, 0, ""), Observation{Deployment: deployment(1, 0, 5*time.Second)}, 25 * time.Second},
-		{"created in this reconcile", memcached(1, 0, ""), Observation{Deployment: deployment(1, 0, time.Hour), DeploymentChanged: true}, ReportTimeout},
+		{"created in this reconcile", memcached(1, 0, ""), Observation{Deployment: deployment(1, 0, time.Hour), DeploymentChanged: true}, reportTimeout},
 		{"created and rolled out", memcached(1, 0, ""), Observation{Deployment: deployment(1, 1, 5*time.Second)}, 0},
 		{"scaled 10 s ago, serving meanwhile", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second)}, 20 * time.Second},
 		{"scaled 40 s ago: the rollout is slow, its progress is written", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 40*time.Second)}, 0},

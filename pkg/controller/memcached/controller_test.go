@@ -500,7 +500,7 @@ func TestCreateAndScaleReadNothing(t *testing.T) {
 	ns := testenv.Namespace(t, k8s)
 	// Each step costs its applies, its event and one status write: the
 	// Deployment controller's reports on a rollout that ends within
-	// deploymentReportTimeout are not written one by one.
+	// the status package's report timeout are not written one by one.
 	step := func(name string, do func(), wantWrites int) {
 		t.Helper()
 		mark := requests.Mark()

@@ -18,38 +18,32 @@ import (
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/jsonconv"
 	"github.com/example/memcached-operator/pkg/owned"
+	"github.com/example/memcached-operator/pkg/status"
 )
 
 // ownedKind is a kind of object the operator makes for a Memcached, named
 // after it and controlled by it.
 type ownedKind struct {
-	kind owned.Kind
-	// notOwned is the condition reason and event reason when an object of
-	// this kind and the Memcached's name is not the Memcached's.
-	notOwned string
-	newObj   func() client.Object
+	kind   owned.Kind
+	newObj func() client.Object
 }
 
 var (
 	deployments = ownedKind{
-		kind:     owned.KindDeployment,
-		notOwned: cachev1alpha1.ReasonDeploymentNotOwned,
-		newObj:   func() client.Object { return &appsv1.Deployment{} },
+		kind:   owned.KindDeployment,
+		newObj: func() client.Object { return &appsv1.Deployment{} },
 	}
 	services = ownedKind{
-		kind:     owned.KindService,
-		notOwned: cachev1alpha1.ReasonServiceNotOwned,
-		newObj:   func() client.Object { return &corev1.Service{} },
+		kind:   owned.KindService,
+		newObj: func() client.Object { return &corev1.Service{} },
 	}
 	podDisruptionBudgets = ownedKind{
-		kind:     owned.KindPodDisruptionBudget,
-		notOwned: cachev1alpha1.ReasonPodDisruptionBudgetNotOwned,
-		newObj:   func() client.Object { return &policyv1.PodDisruptionBudget{} },
+		kind:   owned.KindPodDisruptionBudget,
+		newObj: func() client.Object { return &policyv1.PodDisruptionBudget{} },
 	}
 	serviceMonitors = ownedKind{
-		kind:     owned.KindServiceMonitor,
-		notOwned: cachev1alpha1.ReasonServiceMonitorNotOwned,
-		newObj:   func() client.Object { return &monitoringv1.ServiceMonitor{} },
+		kind:   owned.KindServiceMonitor,
+		newObj: func() client.Object { return &monitoringv1.ServiceMonitor{} },
 	}
 )
 
@@ -94,7 +88,7 @@ func (s *scope) claim(ctx context.Context, k ownedKind) (*owned.Summary, outcome
 	if current != nil && !metav1.IsControlledBy(current, s.m) {
 		ctrl.LoggerFrom(ctx).Info("Leaving alone an object not controlled by the Memcached", "kind", k.kind)
 		foreignObjectsRefused.WithLabelValues(string(k.kind)).Inc()
-		s.Recorder.Eventf(s.m, current, corev1.EventTypeWarning, k.notOwned, "Refuse",
+		s.Recorder.Eventf(s.m, current, corev1.EventTypeWarning, status.NotOwnedReason(k.kind), "Refuse",
 			"%s %s exists and is not controlled by this Memcached; leaving it alone", k.kind, current.GetName())
 		out.notOwned = true
 	}
