@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/testsupport/testenv"
 	"github.com/example/memcached-operator/pkg/desired"
 )
 
@@ -142,14 +143,8 @@ func TestSpecsThatCannotRunAreRefusedAtAdmission(t *testing.T) {
 			m.UID = "00000000-0000-0000-0000-000000000002"
 			m.Spec.Size = ptr.To[int32](2)
 			refusals := 0
-			if _, err := clientset().AppsV1().Deployments(m.Namespace).Apply(ctx, desired.Deployment(m, images, desired.SecretDigests{}), dryRun); apierrors.IsInvalid(err) {
-				refusals++
-			}
-			if _, err := clientset().CoreV1().Services(m.Namespace).Apply(ctx, desired.Service(m), dryRun); apierrors.IsInvalid(err) {
-				refusals++
-			}
-			if desired.Monitored(m) {
-				if _, err := monitoringClientset().MonitoringV1().ServiceMonitors(m.Namespace).Apply(ctx, desired.ServiceMonitor(m), dryRun); apierrors.IsInvalid(err) {
+			for _, a := range dryRunClients().DryRunApply(ctx, m, testenv.Images, desired.SecretDigests{}) {
+				if apierrors.IsInvalid(a.Err) {
 					refusals++
 				}
 			}

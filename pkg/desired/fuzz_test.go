@@ -7,18 +7,14 @@ import (
 	"sync"
 	"testing"
 
-	monitoringclient "github.com/prometheus-operator/prometheus-operator/pkg/client/versioned"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/testsupport/fuzzspec"
 	"github.com/example/memcached-operator/internal/testsupport/testenv"
-	"github.com/example/memcached-operator/pkg/desired"
-	"github.com/example/memcached-operator/pkg/owned"
 )
 
 var env *testenv.Env
@@ -73,12 +69,7 @@ func checkSpec(t *testing.T, m *cachev1alpha1.Memcached) bool {
 	t.Helper()
 	name := m.Name
 	// Never panics, admitted or not.
-	desired.Deployment(m, images, fuzzspec.Digests)
-	desired.Service(m)
-	desired.PodDisruptionBudget(m)
-	if desired.Monitored(m) {
-		desired.ServiceMonitor(m)
-	}
+	fuzzspec.Objects(m, testenv.Images, fuzzspec.Digests)
 
 	ctx := context.Background()
 	if err := env.Client.Create(ctx, m.DeepCopy(), client.DryRunAll); err != nil {
@@ -88,40 +79,19 @@ func checkSpec(t *testing.T, m *cachev1alpha1.Memcached) bool {
 		return false // not admitted: the builder is never asked about it
 	}
 	m.UID = "00000000-0000-0000-0000-000000000001"
-	build := map[string]func() error{
-		"Deployment": func() error {
-			_, err := clientset().AppsV1().Deployments(m.Namespace).Apply(ctx, desired.Deployment(m, images, fuzzspec.Digests), dryRun)
-			return err
-		},
-		"Service": func() error {
-			_, err := clientset().CoreV1().Services(m.Namespace).Apply(ctx, desired.Service(m), dryRun)
-			return err
-		},
-		"PodDisruptionBudget": func() error {
-			_, err := clientset().PolicyV1().PodDisruptionBudgets(m.Namespace).Apply(ctx, desired.PodDisruptionBudget(m), dryRun)
-			return err
-		},
-	}
-	if desired.Monitored(m) {
-		build["ServiceMonitor"] = func() error {
-			_, err := monitoringClientset().MonitoringV1().ServiceMonitors(m.Namespace).Apply(ctx, desired.ServiceMonitor(m), dryRun)
-			return err
-		}
-	}
-	for kind, apply := range build {
-		if err := apply(); err != nil {
-			t.Fatalf("admitted Memcached %q %+v gives a %s the apiserver refuses: %v", name, m.Spec, kind, err)
+	for kind, a := range dryRunClients().DryRunApply(ctx, m, testenv.Images, fuzzspec.Digests) {
+		if a.Err != nil {
+			t.Fatalf("admitted Memcached %q %+v gives a %s the apiserver refuses: %v", name, m.Spec, kind, a.Err)
 		}
 	}
 	return true
 }
 
-// dryRun applies as the operator's field manager, persisting nothing.
-var dryRun = metav1.ApplyOptions{FieldManager: owned.FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}
-
-var clientset = sync.OnceValue(func() kubernetes.Interface { return kubernetes.NewForConfigOrDie(env.Config) })
-
-var monitoringClientset = sync.OnceValue(func() monitoringclient.Interface { return monitoringclient.NewForConfigOrDie(env.Config) })
-
-// images are the images of the operators tests start.
-var images = desired.Images{Memcached: desired.DefaultImage, Exporter: desired.DefaultExporterImage}
+// dryRunClients send the dry-run applies of the built objects.
+var dryRunClients = sync.OnceValue(func() *fuzzspec.Clients {
+	c, err := fuzzspec.NewClients(env.Config)
+	if err != nil {
+		panic(err)
+	}
+	return c
+})

@@ -7,11 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	monitoringclient "github.com/prometheus-operator/prometheus-operator/pkg/client/versioned"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,54 +42,22 @@ func FuzzRecordedObjectAppliesNothing(f *testing.F) {
 			return // not admitted: the operator never builds its objects
 		}
 		m.UID = "00000000-0000-0000-0000-000000000001"
-		type built struct {
-			apply func() (client.Object, error)
-			again func() any
+		if desired.Monitored(m) && !schemas().ServiceMonitors() {
+			t.Fatal("the test apiserver serves no ServiceMonitors")
 		}
-		kinds := map[owned.Kind]built{
-			owned.KindDeployment: {
-				func() (client.Object, error) {
-					return clientset().AppsV1().Deployments(m.Namespace).Apply(ctx, desired.Deployment(m, images, fuzzspec.Digests), dryRun)
-				},
-				func() any { return desired.Deployment(m, images, fuzzspec.Digests) },
-			},
-			owned.KindService: {
-				func() (client.Object, error) {
-					return clientset().CoreV1().Services(m.Namespace).Apply(ctx, desired.Service(m), dryRun)
-				},
-				func() any { return desired.Service(m) },
-			},
-			owned.KindPodDisruptionBudget: {
-				func() (client.Object, error) {
-					return clientset().PolicyV1().PodDisruptionBudgets(m.Namespace).Apply(ctx, desired.PodDisruptionBudget(m), dryRun)
-				},
-				func() any { return desired.PodDisruptionBudget(m) },
-			},
-		}
-		if desired.Monitored(m) {
-			if !schemas().ServiceMonitors() {
-				t.Fatal("the test apiserver serves no ServiceMonitors")
+		again := fuzzspec.Objects(m, testenv.Images, fuzzspec.Digests)
+		for kind, a := range dryRunClients().DryRunApply(ctx, m, testenv.Images, fuzzspec.Digests) {
+			if a.Err != nil {
+				t.Fatalf("admitted Memcached %q %+v gives a %s the apiserver refuses: %v", m.Name, m.Spec, kind, a.Err)
 			}
-			kinds[owned.KindServiceMonitor] = built{
-				func() (client.Object, error) {
-					return monitoringClientset().MonitoringV1().ServiceMonitors(m.Namespace).Apply(ctx, desired.ServiceMonitor(m), dryRun)
-				},
-				func() any { return desired.ServiceMonitor(m) },
-			}
-		}
-		for kind, b := range kinds {
-			obj, err := b.apply()
-			if err != nil {
-				t.Fatalf("admitted Memcached %q %+v gives a %s the apiserver refuses: %v", m.Name, m.Spec, kind, err)
-			}
-			s, err := owned.Summarize(obj, schemas())
+			s, err := owned.Summarize(a.Object, schemas())
 			if err != nil {
 				t.Fatalf("summarizing %s: %v", kind, err)
 			}
-			if nothing, err := s.AppliesNothing(b.again()); err != nil || !nothing {
+			if nothing, err := s.AppliesNothing(again[kind]); err != nil || !nothing {
 				t.Fatalf("admitted Memcached %q %+v: the %s the apiserver recorded does not compare as applying nothing (err %v): a converged Memcached would be applied on every reconcile", m.Name, m.Spec, kind, err)
 			}
-			if exactly, err := s.OwnsExactly(b.again(), schemas()); err != nil || !exactly {
+			if exactly, err := s.OwnsExactly(again[kind], schemas()); err != nil || !exactly {
 				t.Fatalf("admitted Memcached %q %+v: the operator does not own exactly the fields of its %s (err %v): every reconcile would read it to name a drift", m.Name, m.Spec, kind, err)
 			}
 		}
@@ -105,13 +71,6 @@ var fuzzNamespace = sync.OnceValue(func() string {
 	}
 	return ns.Name
 })
-
-// dryRun applies as the operator's field manager, persisting nothing.
-var dryRun = metav1.ApplyOptions{FieldManager: owned.FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}
-
-var clientset = sync.OnceValue(func() kubernetes.Interface { return kubernetes.NewForConfigOrDie(env.Config) })
-
-var monitoringClientset = sync.OnceValue(func() monitoringclient.Interface { return monitoringclient.NewForConfigOrDie(env.Config) })
 
 // schemas are read from the apiserver, as the operator reads them when it
 // starts.
@@ -127,5 +86,11 @@ var schemas = sync.OnceValue(func() *owned.Schemas {
 	return s
 })
 
-// images are the images of the operators tests start.
-var images = desired.Images{Memcached: desired.DefaultImage, Exporter: desired.DefaultExporterImage}
+// dryRunClients send the dry-run applies of the built objects.
+var dryRunClients = sync.OnceValue(func() *fuzzspec.Clients {
+	c, err := fuzzspec.NewClients(env.Config)
+	if err != nil {
+		panic(err)
+	}
+	return c
+})

@@ -1,19 +1,33 @@
 // Package fuzzspec is the input of the fuzz targets that feed Memcacheds
 // of every shape to the desired-state builders (pkg/desired) and to the
 // rule that tells whether an apply is needed (pkg/owned): one Input type,
-// the seeds both start from, and the Memcached an Input makes.
+// the seeds both start from, the Memcached an Input makes, and the dry-run
+// applies of the objects built from it.
 package fuzzspec
 
 import (
+	"context"
+	"fmt"
 	"testing"
+
+	monitoringv1ac "github.com/prometheus-operator/prometheus-operator/pkg/client/applyconfiguration/monitoring/v1"
+	monitoringclient "github.com/prometheus-operator/prometheus-operator/pkg/client/versioned"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/owned"
 )
 
 // Input is one input of the fuzz targets: the operator's own settings,
@@ -169,4 +183,71 @@ func (in Input) Memcached(namespace string) *cachev1alpha1.Memcached {
 		}}
 	}
 	return m
+}
+
+// Objects are the apply configurations the operator builds for m, by
+// kind: the Deployment, Service and PodDisruptionBudget, and the
+// ServiceMonitor when m asks for monitoring.
+func Objects(m *cachev1alpha1.Memcached, images desired.Images, digests desired.SecretDigests) map[owned.Kind]runtime.ApplyConfiguration {
+	objs := map[owned.Kind]runtime.ApplyConfiguration{
+		owned.KindDeployment:          desired.Deployment(m, images, digests),
+		owned.KindService:             desired.Service(m),
+		owned.KindPodDisruptionBudget: desired.PodDisruptionBudget(m),
+	}
+	if desired.Monitored(m) {
+		objs[owned.KindServiceMonitor] = desired.ServiceMonitor(m)
+	}
+	return objs
+}
+
+// Clients send the dry-run applies of the objects the operator builds.
+type Clients struct {
+	kube       kubernetes.Interface
+	monitoring monitoringclient.Interface
+}
+
+// NewClients returns the Clients of the apiserver of cfg.
+func NewClients(cfg *rest.Config) (*Clients, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	monitoring, err := monitoringclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Clients{kube: kube, monitoring: monitoring}, nil
+}
+
+// DryRun applies as the operator's field manager, persisting nothing.
+var DryRun = metav1.ApplyOptions{FieldManager: owned.FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}
+
+// Applied is the apiserver's answer to the dry-run apply of one object:
+// the object it would hold, or its refusal.
+type Applied struct {
+	Object client.Object
+	Err    error
+}
+
+// DryRunApply applies each of the Objects of m with DryRun, and returns
+// the apiserver's answers by kind.
+func (c *Clients) DryRunApply(ctx context.Context, m *cachev1alpha1.Memcached, images desired.Images, digests desired.SecretDigests) map[owned.Kind]Applied {
+	out := map[owned.Kind]Applied{}
+	for kind, ac := range Objects(m, images, digests) {
+		var a Applied
+		switch ac := ac.(type) {
+		case *appsv1ac.DeploymentApplyConfiguration:
+			a.Object, a.Err = c.kube.AppsV1().Deployments(m.Namespace).Apply(ctx, ac, DryRun)
+		case *corev1ac.ServiceApplyConfiguration:
+			a.Object, a.Err = c.kube.CoreV1().Services(m.Namespace).Apply(ctx, ac, DryRun)
+		case *policyv1ac.PodDisruptionBudgetApplyConfiguration:
+			a.Object, a.Err = c.kube.PolicyV1().PodDisruptionBudgets(m.Namespace).Apply(ctx, ac, DryRun)
+		case *monitoringv1ac.ServiceMonitorApplyConfiguration:
+			a.Object, a.Err = c.monitoring.MonitoringV1().ServiceMonitors(m.Namespace).Apply(ctx, ac, DryRun)
+		default:
+			a.Err = fmt.Errorf("no dry-run apply for %T", ac)
+		}
+		out[kind] = a
+	}
+	return out
 }
