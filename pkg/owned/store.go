@@ -109,8 +109,9 @@ func (s *Store) seen(obj any) {
 }
 
 // Unseen returns the summary Created recorded of the object of kind k with
-// that key when the store's watch has not shown that object yet: the
-// store's answer that it does not exist is then not to be trusted.
+// that key when the store's watch has not shown that object yet (seen
+// forgets it once the watch does): the store's answer that it does not
+// exist is then not to be trusted.
 func (s *Store) Unseen(k Kind, key types.NamespacedName) (*Summary, bool) {
 	s.createdMu.Lock()
 	defer s.createdMu.Unlock()
@@ -118,7 +119,7 @@ func (s *Store) Unseen(k Kind, key types.NamespacedName) (*Summary, bool) {
 	if !ok {
 		return nil, false
 	}
-	if _, found, _ := s.Get(k, key); found || time.Since(c.at) > createdMemory {
+	if time.Since(c.at) > createdMemory {
 		delete(s.created, createdKey{k, key})
 		return nil, false
 	}
