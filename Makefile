@@ -5,13 +5,19 @@ SHELL := /usr/bin/env bash -o pipefail
 
 ROOT := $(shell pwd)
 BIN_DIR := $(ROOT)/bin
-K8S_BIN := $(BIN_DIR)/k8s
+# KUBE_VERSION=v1.30.14 (one of hack/versions.env's KUBE_COMPAT_VERSIONS) runs
+# that Kubernetes version instead of the default, the newest: its programs
+# are in bin/k8s/v1.30.14 (hack/kube-version.sh).
+DEFAULT_KUBE_VERSION := $(shell sed -n 's/^KUBE_VERSION=//p' hack/versions.env)
+KUBE_VERSION ?= $(DEFAULT_KUBE_VERSION)
+export KUBE_VERSION
+K8S_BIN := $(BIN_DIR)/k8s$(if $(filter-out $(DEFAULT_KUBE_VERSION),$(KUBE_VERSION)),/$(KUBE_VERSION))
 CLUSTER_NAME ?= memcached-operator
 export CLUSTER_NAME
 REAL_NODE ?= 0
 export REAL_NODE
 LOCAL_KUBECONFIG := $(ROOT)/.local/$(CLUSTER_NAME).kubeconfig
-KUBECTL := $(K8S_BIN)/kubectl
+KUBECTL := $(BIN_DIR)/k8s/kubectl
 CONTROLLER_GEN := go tool controller-gen
 IMG ?= memcached-operator:latest
 # The release the Helm chart and the OLM bundle describe (hack/versions.env),
@@ -91,6 +97,10 @@ test-integration: k8s-binaries build helm ## Run the unit and integration tests 
 test-e2e: k8s-binaries build helm $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run the end-to-end suite (E2E_PROVIDER=local|kind|existing; local by default, with a real node).
 	go test -tags e2e -count=1 -timeout 30m $(GO_TEST_FLAGS) ./e2e/... $(if $(E2E_ARGS),-args $(E2E_ARGS))
 
+.PHONY: test-compat
+test-compat: build helm real-node-prerequisites ## Run the CRD, controller and install tests, and the container stories, on each older Kubernetes version claimed (hack/test-compat.sh; CONTAINERS=0: control plane only).
+	hack/test-compat.sh
+
 FUZZTIME ?= 60s
 .PHONY: fuzz
 fuzz: k8s-binaries ## Fuzz the builders and the apply-skipping rule against a real kube-apiserver for FUZZTIME (60s) each; finds go to each package's testdata/fuzz.
@@ -130,7 +140,7 @@ $(HELM): hack/tools/helm/go.mod hack/tools/helm/go.sum
 ##@ Local cluster
 
 .PHONY: k8s-binaries
-k8s-binaries: ## Build the local control plane into bin/k8s (cached: only what changed is rebuilt).
+k8s-binaries: ## Build the local control plane into bin/k8s (KUBE_VERSION: another version's, into bin/k8s/KUBE_VERSION; cached: only what changed is rebuilt).
 	hack/build-cluster.sh
 
 .PHONY: cluster-up
@@ -142,7 +152,7 @@ node-packages: ## Install the Debian packages the real node needs (containerd, r
 	hack/install-node-packages.sh
 
 .PHONY: node-binaries
-node-binaries: ## Build the real node's kubelet, kube-proxy (v1.34) and CoreDNS into bin/k8s (cached).
+node-binaries: ## Build the real node's kubelet, kube-proxy (v1.34, or KUBE_VERSION's) and CoreDNS into bin/k8s (cached).
 	hack/build-cluster.sh node
 
 .PHONY: images

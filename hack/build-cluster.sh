@@ -1,55 +1,79 @@
 #!/usr/bin/env bash
 # Builds the local cluster's programs from the Go modules pinned in hack/tools/
-# into BIN_DIR (default bin/k8s). A binary is rebuilt only when its tools module
-# (go.mod/go.sum) or its build flags changed since it was built.
+# into bin/k8s. A binary is rebuilt only when its tools module (go.mod/go.sum)
+# or its build flags changed since it was built.
 #
 #   hack/build-cluster.sh [control-plane]   etcd, kube-apiserver, kube-controller-manager,
 #                                           kube-scheduler, kubectl, kwok, kwokctl
 #   hack/build-cluster.sh node              the real node's kubelet and kube-proxy
 #                                           (NODE_VERSION) and CoreDNS
+#
+# KUBE_VERSION=v1.30.14 (one of versions.env's KUBE_COMPAT_VERSIONS) builds
+# that version's control plane, kubelet and kube-proxy into bin/k8s/v1.30.14
+# instead, beside links to the programs all versions share (hack/kube-version.sh).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN_DIR="${BIN_DIR:-${ROOT}/bin/k8s}"
-# shellcheck source=versions.env
-source "${ROOT}/hack/versions.env"
-mkdir -p "${BIN_DIR}"
+# shellcheck source=kube-version.sh
+source "${ROOT}/hack/kube-version.sh"
+mkdir -p "${SHARED_BIN_DIR}" "${KUBE_BIN_DIR}"
 
-kube_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${KUBE_MINOR} -X k8s.io/component-base/version.gitTreeState=clean"
-kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBE_VERSION#v}"
+# version_ldflags VERSION MINOR: what `kubectl version` and /version report.
+version_ldflags() {
+  echo "-s -w -X k8s.io/component-base/version.gitVersion=$1 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$2 -X k8s.io/component-base/version.gitTreeState=clean"
+}
+kube_ldflags="$(version_ldflags "${KUBE_VERSION}" "${KUBE_MINOR}")"
+default_version="$(sed -n 's/^KUBE_VERSION=//p' "${ROOT}/hack/versions.env")"
+kubectl_ldflags="$(version_ldflags "${default_version}" "$(sed -n 's/^KUBE_MINOR=//p' "${ROOT}/hack/versions.env")")"
+kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${default_version#v}"
 
-# build NAME MODULE_DIR PACKAGE LDFLAGS
+# build BIN_DIR NAME MODULE_DIR PACKAGE LDFLAGS
 build() {
-  local name="$1" dir="${ROOT}/hack/tools/$2" pkg="$3" ldflags="$4"
+  local bin_dir="$1" name="$2" dir="${ROOT}/hack/tools/$3" pkg="$4" ldflags="$5"
   local stamp want
-  stamp="${BIN_DIR}/.${name}.stamp"
+  stamp="${bin_dir}/.${name}.stamp"
   want="$(cat "${dir}/go.mod" "${dir}/go.sum" <(echo "${pkg} ${ldflags}") | sha256sum | cut -d' ' -f1)"
-  if [[ -x "${BIN_DIR}/${name}" && -f "${stamp}" && "$(cat "${stamp}")" == "${want}" ]]; then
-    echo "up to date: ${name}"
+  if [[ -x "${bin_dir}/${name}" && -f "${stamp}" && "$(cat "${stamp}")" == "${want}" ]]; then
+    echo "up to date: ${bin_dir#"${ROOT}/"}/${name}"
     return
   fi
-  echo "building ${name} (${pkg})"
+  echo "building ${bin_dir#"${ROOT}/"}/${name} (${pkg})"
   local start=${SECONDS}
-  (cd "${dir}" && CGO_ENABLED=0 go build -ldflags "${ldflags}" -o "${BIN_DIR}/${name}" "${pkg}")
+  (cd "${dir}" && CGO_ENABLED=0 go build -ldflags "${ldflags}" -o "${bin_dir}/${name}" "${pkg}")
   echo "${want}" > "${stamp}"
   echo "built ${name} in $((SECONDS - start))s"
 }
 
+# shared NAME...: links the programs every version shares into a compat
+# version's folder.
+shared() {
+  [[ "${KUBE_BIN_DIR}" == "${SHARED_BIN_DIR}" ]] && return
+  local name
+  for name in "$@"; do
+    ln -sfn "../${name}" "${KUBE_BIN_DIR}/${name}"
+  done
+}
+
 control_plane() {
-  build etcd etcd go.etcd.io/etcd/server/v3 "-s -w"
-  build kwokctl kwok sigs.k8s.io/kwok/cmd/kwokctl "${kwok_ldflags}"
-  build kwok kwok sigs.k8s.io/kwok/cmd/kwok "${kwok_ldflags}"
-  build kubectl kubernetes k8s.io/kubernetes/cmd/kubectl "${kube_ldflags}"
-  build kube-scheduler kubernetes k8s.io/kubernetes/cmd/kube-scheduler "${kube_ldflags}"
-  build kube-controller-manager kubernetes k8s.io/kubernetes/cmd/kube-controller-manager "${kube_ldflags}"
-  build kube-apiserver kubernetes k8s.io/kubernetes/cmd/kube-apiserver "${kube_ldflags}"
+  build "${SHARED_BIN_DIR}" etcd etcd go.etcd.io/etcd/server/v3 "-s -w"
+  build "${SHARED_BIN_DIR}" kwokctl kwok sigs.k8s.io/kwok/cmd/kwokctl "${kwok_ldflags}"
+  build "${SHARED_BIN_DIR}" kwok kwok sigs.k8s.io/kwok/cmd/kwok "${kwok_ldflags}"
+  # kubectl is the newest: it is the one people use, whatever the cluster.
+  build "${SHARED_BIN_DIR}" kubectl kubernetes k8s.io/kubernetes/cmd/kubectl "${kubectl_ldflags}"
+  shared etcd kwokctl kwok kubectl
+  build "${KUBE_BIN_DIR}" kube-scheduler "${KUBE_TOOLS_DIR}" k8s.io/kubernetes/cmd/kube-scheduler "${kube_ldflags}"
+  build "${KUBE_BIN_DIR}" kube-controller-manager "${KUBE_TOOLS_DIR}" k8s.io/kubernetes/cmd/kube-controller-manager "${kube_ldflags}"
+  build "${KUBE_BIN_DIR}" kube-apiserver "${KUBE_TOOLS_DIR}" k8s.io/kubernetes/cmd/kube-apiserver "${kube_ldflags}"
 }
 
 node() {
-  local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${NODE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${NODE_MINOR} -X k8s.io/component-base/version.gitTreeState=clean"
-  build kubelet node k8s.io/kubernetes/cmd/kubelet "${ldflags}"
-  build kube-proxy node k8s.io/kubernetes/cmd/kube-proxy "${ldflags}"
-  build coredns coredns github.com/coredns/coredns "-s -w"
+  local ldflags tools=node
+  ldflags="$(version_ldflags "${NODE_VERSION}" "${NODE_MINOR}")"
+  [[ "${KUBE_BIN_DIR}" == "${SHARED_BIN_DIR}" ]] || tools="${KUBE_TOOLS_DIR}"
+  build "${KUBE_BIN_DIR}" kubelet "${tools}" k8s.io/kubernetes/cmd/kubelet "${ldflags}"
+  build "${KUBE_BIN_DIR}" kube-proxy "${tools}" k8s.io/kubernetes/cmd/kube-proxy "${ldflags}"
+  build "${SHARED_BIN_DIR}" coredns coredns github.com/coredns/coredns "-s -w"
+  shared coredns
 }
 
 case "${1:-control-plane}" in

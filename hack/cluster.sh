@@ -20,12 +20,15 @@
 #                  CoreDNS) whose pods run real containers; needs root, and
 #                  'make node-binaries images' first. One per machine.
 #   REAL_NODE_TAINTS  taints of the real node (default none)
+#   KUBE_VERSION   another Kubernetes version of the control plane (and of the
+#                  real node's kubelet), one of versions.env's KUBE_COMPAT_VERSIONS,
+#                  built by 'KUBE_VERSION=... make k8s-binaries' (hack/kube-version.sh)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# shellcheck source=versions.env
-source "${ROOT}/hack/versions.env"
-BIN_DIR="${BIN_DIR:-${ROOT}/bin/k8s}"
+# shellcheck source=kube-version.sh
+source "${ROOT}/hack/kube-version.sh"
+BIN_DIR="${BIN_DIR:-${KUBE_BIN_DIR}}"
 STATE_DIR="${STATE_DIR:-${ROOT}/.local}"
 CLUSTER_NAME="${CLUSTER_NAME:-memcached-operator}"
 REAL_NODE="${REAL_NODE:-0}"
@@ -61,6 +64,12 @@ up() {
   need_binaries
   mkdir -p "${STATE_DIR}"
   if exists; then
+    local was
+    was="$(sed -n 's/^ *kubeVersion: //p' "${KWOK_WORKDIR}/clusters/${CLUSTER_NAME}/kwok.yaml" 2>/dev/null || true)"
+    if [[ -n "${was}" && "${was}" != "${KUBE_VERSION}" ]]; then
+      echo "cluster ${CLUSTER_NAME} runs Kubernetes ${was}, not ${KUBE_VERSION}: 'hack/cluster.sh down' it first, or pick another CLUSTER_NAME" >&2
+      exit 1
+    fi
     # A cluster left from an earlier boot has its state but not its processes.
     "${kwokctl}" start cluster --name "${CLUSTER_NAME}" --wait 60s >/dev/null 2>&1 || true
   else

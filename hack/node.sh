@@ -23,9 +23,9 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# shellcheck source=versions.env
-source "${ROOT}/hack/versions.env"
-BIN_DIR="${BIN_DIR:-${ROOT}/bin/k8s}"
+# shellcheck source=kube-version.sh
+source "${ROOT}/hack/kube-version.sh"
+BIN_DIR="${BIN_DIR:-${KUBE_BIN_DIR}}"
 IMAGE_DIR="${IMAGE_DIR:-${ROOT}/bin/images}"
 NODE_DIR="$(realpath -m "${NODE_DIR:-${ROOT}/.local/real-node}")"
 NODE_NAME="${NODE_NAME:-real-node}"

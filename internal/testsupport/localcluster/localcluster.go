@@ -42,8 +42,13 @@ type Options struct {
 	RealNodeTaints string
 }
 
+// RealNodeName is the name of the real node (hack/node.sh's NODE_NAME).
+const RealNodeName = "real-node"
+
 // Create creates a cluster named name, with its state in a fresh temporary
-// folder, and waits until it serves.
+// folder, and waits until it serves. Its control plane is of
+// repo.KubeVersion ($KUBE_VERSION, else the default), and the kubelet of
+// its real node, if any, of repo.NodeVersion: both checked.
 func Create(ctx context.Context, name string, opts Options) (*Cluster, error) {
 	dir, err := os.MkdirTemp("", "memcached-operator-"+name+"-")
 	if err != nil {
@@ -61,6 +66,17 @@ func Create(ctx context.Context, name string, opts Options) (*Cluster, error) {
 	if _, err := c.script(ctx, env, "up"); err != nil {
 		_, _ = c.script(context.Background(), nil, "down")
 		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	cfg, err := c.Config()
+	if err == nil {
+		err = repo.CheckServerVersion(cfg)
+	}
+	if err == nil && opts.RealNode {
+		err = repo.CheckNodeVersion(ctx, cfg, RealNodeName)
+	}
+	if err != nil {
+		_ = c.Delete(context.Background())
 		return nil, err
 	}
 	return c, nil

@@ -80,3 +80,32 @@ func Kubectl(ctx context.Context, kubeconfig string, stdin []byte, args ...strin
 	}
 	return string(out), nil
 }
+
+// KubeVersion is the Kubernetes version the tests run: $KUBE_VERSION when
+// set (one of versions.env's KUBE_COMPAT_VERSIONS, as make test-compat sets
+// it), else versions.env's KUBE_VERSION.
+func KubeVersion() string {
+	if v := os.Getenv("KUBE_VERSION"); v != "" {
+		return v
+	}
+	return Version("KUBE_VERSION")
+}
+
+// KubeBinDir is where hack/build-cluster.sh puts the control plane of
+// KubeVersion: bin/k8s for the default, bin/k8s/VERSION for another.
+func KubeBinDir() string {
+	if v := KubeVersion(); v != Version("KUBE_VERSION") {
+		return Path("bin", "k8s", v)
+	}
+	return Path("bin", "k8s")
+}
+
+// NodeVersion is the Kubernetes version of the real node's kubelet: that
+// of another KubeVersion (a kubelet may not be newer than its apiserver),
+// else versions.env's NODE_VERSION.
+func NodeVersion() string {
+	if v := KubeVersion(); v != Version("KUBE_VERSION") {
+		return v
+	}
+	return Version("NODE_VERSION")
+}

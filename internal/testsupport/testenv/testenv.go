@@ -54,8 +54,8 @@ type Env struct {
 // their own.
 const SharedKubeconfig = "MEMCACHED_TESTENV_KUBECONFIG"
 
-// Start starts etcd and kube-apiserver from KUBEBUILDER_ASSETS (bin/k8s when
-// unset) and installs the CRDs of manifests/crd/bases, and the Prometheus
+// Start starts etcd and kube-apiserver from KUBEBUILDER_ASSETS (when unset,
+// bin/k8s, or bin/k8s/$KUBE_VERSION for another version: repo.KubeBinDir) and installs the CRDs of manifests/crd/bases, and the Prometheus
 // Operator's ServiceMonitor CRD (hack/crds). Stop it with Stop.
 // When $MEMCACHED_TESTENV_KUBECONFIG is set, Start uses that apiserver
 // instead, and Stop leaves it running.
@@ -65,11 +65,11 @@ func Start() (*Env, error) {
 	}
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
-		assets = repo.Path("bin", "k8s")
+		assets = repo.KubeBinDir()
 	}
 	for _, b := range []string{"etcd", "kube-apiserver"} {
 		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
-			return nil, fmt.Errorf("control-plane binary %s not found in %s (run 'make k8s-binaries'): %w", b, assets, err)
+			return nil, fmt.Errorf("control-plane binary %s not found in %s (run 'make k8s-binaries' with the same KUBE_VERSION): %w", b, assets, err)
 		}
 	}
 	env := &envtest.Environment{
@@ -81,6 +81,10 @@ func Start() (*Env, error) {
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver: %w", err)
+	}
+	if err := repo.CheckServerVersion(cfg); err != nil {
+		_ = env.Stop()
+		return nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: Scheme})
 	if err != nil {
