@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"maps"
+	"reflect"
 	"slices"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -126,6 +128,73 @@ func ManagersOfLostFields(current client.Object, want any, schemas *Schemas) ([]
 		}
 	}
 	return managers, nil
+}
+
+// FieldsNotKept names the values of sent, an apply configuration as sent,
+// that answer, the apiserver's answer to it, does not hold as sent: after
+// an apply that changed nothing although the operator's digest differed,
+// the fields the apiserver dropped (its Kubernetes version does not serve
+// them, or their feature gate is off) or kept otherwise. Values the
+// answer adds (defaults) are not compared. Lists are compared item by
+// item, in order, as the apiserver keeps them.
+func FieldsNotKept(sent, answer any) ([]string, error) {
+	var s, a any
+	for _, v := range []struct {
+		from any
+		to   *any
+	}{{sent, &s}, {answer, &a}} {
+		raw, err := json.Marshal(v.from)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, v.to); err != nil {
+			return nil, err
+		}
+	}
+	// The type is not a field: a typed object read from the API has none.
+	for _, m := range []any{s, a} {
+		if m, ok := m.(map[string]any); ok {
+			delete(m, "apiVersion")
+			delete(m, "kind")
+		}
+	}
+	return notKept("", s, a, nil), nil
+}
+
+// notKept appends to paths the path of each value of sent, under path, that
+// kept does not hold.
+func notKept(path string, sent, kept any, paths []string) []string {
+	switch s := sent.(type) {
+	case map[string]any:
+		k, ok := kept.(map[string]any)
+		if !ok {
+			return append(paths, path)
+		}
+		for _, key := range slices.Sorted(maps.Keys(s)) {
+			if _, ok := k[key]; !ok {
+				paths = append(paths, path+"."+key)
+				continue
+			}
+			paths = notKept(path+"."+key, s[key], k[key], paths)
+		}
+	case []any:
+		k, ok := kept.([]any)
+		if !ok {
+			return append(paths, path)
+		}
+		for i := range s {
+			if i >= len(k) {
+				paths = append(paths, fmt.Sprintf("%s[%d]", path, i))
+				continue
+			}
+			paths = notKept(fmt.Sprintf("%s[%d]", path, i), s[i], k[i], paths)
+		}
+	default:
+		if !reflect.DeepEqual(sent, kept) {
+			paths = append(paths, path)
+		}
+	}
+	return paths
 }
 
 // StatusAppliesNothing reports whether applying want, a status of m, would

@@ -73,3 +73,33 @@ func TestManagersOfLostFields(t *testing.T) {
 
 // builtin are the schemas of a cluster without ServiceMonitors.
 var builtin = owned.BuiltinSchemas()
+
+// What the apiserver dropped or changed of what was sent is named, item by
+// item; what it added (defaults) is not.
+func TestFieldsNotKept(t *testing.T) {
+	g := NewWithT(t)
+	sent := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": map[string]any{
+		"replicas": 2,
+		"terms": []any{
+			map[string]any{"topologyKey": "zone", "matchLabelKeys": []any{"pod-template-hash"}},
+			map[string]any{"topologyKey": "host"},
+		},
+		"gone":  map[string]any{"a": "b"},
+		"value": "0.1",
+	}}
+	answer := map[string]any{"spec": map[string]any{
+		"replicas":             2,
+		"revisionHistoryLimit": 10,
+		"terms": []any{
+			map[string]any{"topologyKey": "zone", "weight": 1},
+		},
+		"value": "100m",
+	}}
+	g.Expect(owned.FieldsNotKept(sent, answer)).To(Equal([]string{
+		".spec.gone",
+		".spec.terms[0].matchLabelKeys",
+		".spec.terms[1]",
+		".spec.value",
+	}))
+	g.Expect(owned.FieldsNotKept(sent, sent)).To(BeEmpty())
+}

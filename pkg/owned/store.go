@@ -49,6 +49,63 @@ type Store struct {
 	// may not have seen yet.
 	createdMu sync.Mutex
 	created   map[createdKey]created
+	// kept holds, by object, what NotKept learned: the digest the
+	// apiserver records for an apply of the operator, and the apply's own.
+	keptMu sync.Mutex
+	kept   map[types.UID]keptAs
+}
+
+// keptAs is an apply the apiserver records otherwise than it was sent.
+type keptAs struct {
+	recorded, applied Digest
+}
+
+// NotKept records what an apply that changed nothing tells of the object
+// current summarizes: the apiserver keeps the operator's fields of it as
+// current's digest says, although applying what has the digest applied
+// should have recorded applied. It does not keep some field the operator
+// sets (FieldsNotKept names them), or keeps a value otherwise. From then
+// on, while the digest of what the operator owns of the object is the
+// recorded one, Get gives its summary the applied digest: applying the
+// same again would change nothing, and is not sent.
+func (s *Store) NotKept(current *Summary, applied Digest) {
+	if current.Digest == nil {
+		return
+	}
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
+	s.kept[current.UID] = keptAs{recorded: *current.Digest, applied: applied}
+}
+
+// asApplied is sum, with the digest of the apply that the apiserver
+// records as sum's digest, when NotKept learned one.
+func (s *Store) asApplied(sum *Summary) *Summary {
+	if sum == nil || sum.Digest == nil {
+		return sum
+	}
+	s.keptMu.Lock()
+	k, ok := s.kept[sum.UID]
+	s.keptMu.Unlock()
+	if !ok || k.recorded != *sum.Digest {
+		return sum
+	}
+	c := sum.DeepCopy()
+	c.Digest = &k.applied
+	return c
+}
+
+// gone forgets what NotKept learned of an object once it is deleted.
+func (s *Store) gone(obj any) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	sum, ok := obj.(*Summary)
+	if !ok {
+		return
+	}
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
+	delete(s.kept, sum.UID)
 }
 
 type created struct {
@@ -187,6 +244,7 @@ func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector, 
 		informers: map[Kind]map[string]toolscache.SharedIndexInformer{},
 		others:    map[Kind]map[string]toolscache.SharedIndexInformer{},
 		created:   map[createdKey]created{},
+		kept:      map[types.UID]keptAs{},
 	}
 	summarize := func(obj any) (any, error) {
 		o, ok := obj.(client.Object)
@@ -202,6 +260,7 @@ func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector, 
 			if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 				AddFunc:    s.seen,
 				UpdateFunc: func(_, obj any) { s.seen(obj) },
+				DeleteFunc: s.gone,
 			}); err != nil {
 				return nil, err
 			}
@@ -269,9 +328,11 @@ func (s *Store) Other(k Kind, key types.NamespacedName) (*metav1.PartialObjectMe
 // Get returns the summary of the object of kind k with that key, if the
 // store holds one: an object of the operator's that exists. An object
 // without the operator's label (another's, or one whose label was removed)
-// is not in the store.
+// is not in the store. Its digest is that of the operator's apply when the
+// apiserver records the apply otherwise (NotKept).
 func (s *Store) Get(k Kind, key types.NamespacedName) (*Summary, bool, error) {
-	return lookup[*Summary](s.informers, k, key)
+	sum, found, err := lookup[*Summary](s.informers, k, key)
+	return s.asApplied(sum), found, err
 }
 
 // lookup returns what the informer of set for kind k and key's namespace

@@ -22,6 +22,10 @@ var (
 		Name: "memcached_operator_drift_corrections_total",
 		Help: "Fields owned by the operator that another field manager changed and the operator restored, by kind of object.",
 	}, []string{"kind"})
+	fieldsNotKept = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "memcached_operator_applies_not_kept_total",
+		Help: "Applies after which the apiserver did not keep fields the operator set (its Kubernetes version does not serve them, or their feature gate is off), by kind of object.",
+	}, []string{"kind"})
 	foreignObjectsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "memcached_operator_foreign_objects_refused_total",
 		Help: "Reconciles that found an object of the Memcached's name not controlled by it and left it alone, by kind of object.",
@@ -29,5 +33,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(appliesSent, appliesSkipped, driftCorrected, foreignObjectsRefused)
+	metrics.Registry.MustRegister(appliesSent, appliesSkipped, driftCorrected, fieldsNotKept, foreignObjectsRefused)
 }

@@ -2,7 +2,9 @@ package memcached
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -158,16 +160,18 @@ func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, 
 	// Reading the Memcached before each creation to prevent that cost a
 	// request per created object.
 
-	// What the object's digest will be, if the apply creates it.
-	var createdDigest owned.Digest
-	if current == nil {
-		var err error
-		if createdDigest, err = owned.DigestOf(want, s.Schemas); err != nil {
-			return out, err
-		}
+	// What the object's digest will be after the apply, and what is sent:
+	// read from want before the apply writes the answer into it.
+	wantDigest, err := owned.DigestOf(want, s.Schemas)
+	if err != nil {
+		return out, err
+	}
+	sent, err := json.Marshal(want)
+	if err != nil {
+		return out, err
 	}
 	log.Info("Applying object", "kind", k.kind)
-	err := s.Client.Apply(ctx, want, client.FieldOwner(owned.FieldManager), client.ForceOwnership)
+	err = s.Client.Apply(ctx, want, client.FieldOwner(owned.FieldManager), client.ForceOwnership)
 	switch {
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		// The namespace is going away, and the Memcached with it: nothing
@@ -192,11 +196,11 @@ func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, 
 	}
 	out.obj = applied
 	if current == nil {
-		s.Owned.Created(applied, createdDigest)
+		s.Owned.Created(applied, wantDigest)
 	}
 	out.changed = current == nil || applied.ResourceVersion != current.ResourceVersion
 	if !out.changed {
-		return out, nil
+		return out, s.notKept(ctx, k, current, wantDigest, json.RawMessage(sent))
 	}
 	if len(lostTo) > 0 {
 		driftCorrected.WithLabelValues(string(k.kind)).Inc()
@@ -227,6 +231,34 @@ func (s *scope) whoChanged(ctx context.Context, k ownedKind, current *owned.Summ
 		return nil, fmt.Errorf("getting %s %s: %w", k.kind, current.Name, err)
 	}
 	return owned.ManagersOfLostFields(live, want, s.Schemas)
+}
+
+// notKept follows an apply that changed nothing on current, though what
+// the operator owns of it differed from what it sent (whose digest is
+// applied): the apiserver does not keep what the operator sends as sent.
+// Most often it drops fields that its Kubernetes version does not serve, or
+// serves behind a feature gate that is off (matchLabelKeys of pod affinity
+// terms before 1.31, for one). The store learns it, so that the same apply
+// is not sent again at every resync, and the fields are named in a Warning
+// event: they have no effect in this cluster. The object is read to name
+// them, once: the answer to the apply, decoded over what was sent, cannot
+// tell what the apiserver left out.
+func (s *scope) notKept(ctx context.Context, k ownedKind, current *owned.Summary, applied owned.Digest, sent json.RawMessage) error {
+	s.Owned.NotKept(current, applied)
+	live := k.newObj()
+	if err := s.APIReader.Get(ctx, client.ObjectKeyFromObject(current), live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	fields, err := owned.FieldsNotKept(sent, live)
+	if err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("The apiserver keeps the object otherwise than applied", "kind", k.kind, "fieldsNotKept", fields)
+	fieldsNotKept.WithLabelValues(string(k.kind)).Inc()
+	s.Recorder.Eventf(s.m, current, corev1.EventTypeWarning, eventFieldsNotKept, "Apply", "%s",
+		eventNote(fmt.Sprintf("The apiserver did not keep fields the operator set on %s %s as set; they have no effect in this cluster, whose Kubernetes version does not serve them or has their feature gate off: %s",
+			k.kind, current.Name, strings.Join(fields, ", "))))
+	return nil
 }
 
 // summaryOfAnswer is the summary of the apiserver's answer to an apply,

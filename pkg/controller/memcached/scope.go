@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +33,7 @@ const (
 	eventDriftCorrected = "DriftCorrected"
 	eventDeleted        = "Deleted"
 	eventApplyRejected  = "ApplyRejected"
+	eventFieldsNotKept  = "FieldsNotKept"
 	eventRolloutStalled = "RolloutStalled"
 )
 
@@ -219,4 +221,22 @@ func (s *scope) recordReports() {
 	note := strings.Join(notes, "; ")
 	note = strings.ToUpper(note[:1]) + note[1:]
 	s.Recorder.Eventf(s.m, first.obj, corev1.EventTypeNormal, first.reason, eventActions[first.reason], "%s", note)
+}
+
+// maxEventNote is the longest note the events API accepts, in bytes.
+const maxEventNote = 1024
+
+// eventNote is note cut to what the events API accepts, at a character
+// boundary and marked as cut: a longer note is refused whole, and the event
+// lost.
+func eventNote(note string) string {
+	if len(note) <= maxEventNote {
+		return note
+	}
+	const more = " …"
+	cut := maxEventNote - len(more)
+	for cut > 0 && !utf8.RuneStart(note[cut]) {
+		cut--
+	}
+	return note[:cut] + more
 }
