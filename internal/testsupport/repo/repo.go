@@ -109,3 +109,12 @@ func NodeVersion() string {
 	}
 	return Version("NODE_VERSION")
 }
+
+// KubeMinor is the minor version of KubeVersion: 30 for v1.30.14.
+func KubeMinor() int {
+	var major, minor int
+	if _, err := fmt.Sscanf(KubeVersion(), "v%d.%d", &major, &minor); err != nil {
+		panic(fmt.Sprintf("KUBE_VERSION %q is not vMAJOR.MINOR.PATCH", KubeVersion()))
+	}
+	return minor
+}
