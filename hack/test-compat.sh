@@ -4,8 +4,8 @@
 # on it the CRD tests (install, admission, defaults, scale subresource), the
 # builders' admission table, the controller integration suite and the
 # install, RBAC, Helm and OLM tests; then, with CONTAINERS=1 (the default),
-# builds a kubelet and kube-proxy of the same version and runs the end-to-end
-# suite's container stories on a real node of that version.
+# builds a kubelet and kube-proxy of the same version and runs the whole
+# end-to-end suite, its container stories on a real node of that version.
 #
 #   hack/test-compat.sh [VERSION...]   default: versions.env's KUBE_COMPAT_VERSIONS
 #
@@ -44,7 +44,7 @@ for v in "${versions[@]}"; do
   timed "${v} CRD, controller and install tests" go test -tags integration -count=1 "${flags[@]}" "${packages[@]}"
   if [[ "${CONTAINERS}" == 1 ]]; then
     timed "${v} kubelet and kube-proxy built" hack/build-cluster.sh node
-    timed "${v} container stories on a real node" go test -tags e2e -count=1 -timeout 30m "${flags[@]}" ./e2e/... -args --labels needs=containers
+    timed "${v} end-to-end suite with a real node" go test -tags e2e -count=1 -timeout 30m "${flags[@]}" ./e2e/...
   fi
 done
 unset KUBE_VERSION KUBEBUILDER_ASSETS
