@@ -397,6 +397,7 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 	// lifecycle above proves they suffice; this, that there is nothing more
 	// (an added verb or resource fails here).
 	managerRules := []string{
+		"/pods:list", "/pods:watch",
 		"/secrets:list", "/secrets:watch",
 		"/services:create", "/services:get", "/services:list", "/services:patch", "/services:watch",
 		"apps/deployments:create", "apps/deployments:delete", "apps/deployments:get", "apps/deployments:list", "apps/deployments:patch", "apps/deployments:watch",
@@ -419,8 +420,8 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 	g.Expect(grantedRules(t, cfg, ns)).To(ConsistOf(managerRules), "in a Memcached's namespace")
 	g.Expect(grantedRules(t, cfg, operatorNamespace)).To(ConsistOf(append(managerRules, leaderElectionRules...)), "in the operator's namespace")
 
-	// The role is tight: Secrets may be listed and watched, nothing more;
-	// no Pods, no Memcached created or deleted.
+	// The role is tight: Secrets and Pods may be listed and watched,
+	// nothing more; no Memcached created or deleted.
 	sa, err := client.New(cfg, client.Options{Scheme: testenv.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache-tls"}}
@@ -431,7 +432,8 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 		},
 		"patch secrets":          func() error { return sa.Patch(ctx, secret, client.RawPatch(types.MergePatchType, []byte(`{}`))) },
 		"delete secrets":         func() error { return sa.Delete(ctx, secret) },
-		"list pods":              func() error { return sa.List(ctx, &corev1.PodList{}, client.InNamespace(ns)) },
+		"get a pod":              func() error { return sa.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cache-0"}, &corev1.Pod{}) },
+		"delete pods":            func() error { return sa.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns)) },
 		"delete all deployments": func() error { return sa.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(ns)) },
 		"create memcacheds": func() error {
 			return sa.Create(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: ns}})

@@ -90,6 +90,28 @@ const (
 	ReasonApplyFailed = "ApplyFailed"
 	// ReasonDeploymentPending: the Deployment has not been observed yet.
 	ReasonDeploymentPending = "DeploymentPending"
+	// ReasonImagePullFailed: pods cannot pull their image (ErrImagePull,
+	// ImagePullBackOff, InvalidImageName): the message names the image and
+	// the kubelet's error.
+	ReasonImagePullFailed = "ImagePullFailed"
+	// ReasonContainerConfigInvalid: the kubelet cannot create a container
+	// of the pods (CreateContainerConfigError, CreateContainerError,
+	// RunContainerError).
+	ReasonContainerConfigInvalid = "ContainerConfigInvalid"
+	// ReasonOOMKilled: a container of the pods was killed for using more
+	// memory than its limit.
+	ReasonOOMKilled = "OOMKilled"
+	// ReasonContainerCrashing: a container of the pods exits soon after it
+	// starts (CrashLoopBackOff): the message has its exit code and the end
+	// of its log.
+	ReasonContainerCrashing = "ContainerCrashing"
+	// ReasonPodsUnschedulable: the scheduler cannot place pods (not enough
+	// CPU or memory, taints, affinity); the message is the scheduler's.
+	// Not stalled: a node added by a person or an autoscaler places them.
+	ReasonPodsUnschedulable = "PodsUnschedulable"
+	// ReasonPodsForbidden: the ReplicaSet cannot create pods (a
+	// ResourceQuota or an admission policy refuses them).
+	ReasonPodsForbidden = "PodsForbidden"
 	// ReasonAsExpected: nothing is wrong.
 	ReasonAsExpected = "AsExpected"
 )

@@ -427,6 +427,9 @@ func container(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerApp
 		WithImage(images.Image(m)).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithCommand(Command(m)...).
+		// When memcached exits with an error, the end of its log becomes
+		// the termination message, which the Memcached's status quotes.
+		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError).
 		WithPorts(corev1ac.ContainerPort().
 			WithName(PortName).
 			WithContainerPort(port(m)).

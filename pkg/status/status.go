@@ -50,6 +50,9 @@ type Observation struct {
 	// the reconcile that observed this; its controller has not reported on
 	// the change yet.
 	DeploymentChanged bool
+	// Pods are the Memcached's pods as last observed, summarized to what
+	// tells why they are not ready.
+	Pods []*owned.Pod
 }
 
 // SecretProblem is why a Secret a Memcached names cannot be used.
@@ -221,6 +224,24 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
 	}
 	d := obs.Deployment
 	want := desired.Replicas(m)
+	r := deploymentRollout(d, want)
+	if r.phase == rolloutComplete {
+		return r
+	}
+	// Why the rollout does not get on, as the kubelet, the scheduler or
+	// the ReplicaSet controller says, before the Deployment's own words.
+	if p := podProblemOf(m, obs); p != nil {
+		if p.stalled {
+			return rollout{rolloutBlocked, p.reason, p.message}
+		}
+		return rollout{rolloutInProgress, p.reason, p.message}
+	}
+	return r
+}
+
+// deploymentRollout is where d's rollout to want replicas stands, as the
+// Deployment's status tells.
+func deploymentRollout(d *owned.Summary, want int32) rollout {
 	inProgress := func(format string, args ...any) rollout {
 		return rollout{phase: rolloutInProgress, message: fmt.Sprintf(format, args...)}
 	}
@@ -294,6 +315,8 @@ func Available(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 		msg := fmt.Sprintf("%d of %d pods ready", d.Status.ReadyReplicas, desired.Replicas(m))
 		if dc != nil && dc.Status == corev1.ConditionTrue && d.Status.AvailableReplicas > 0 {
 			c.Status, c.Reason, c.Message = metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable, msg
+		} else if p := podProblemOf(m, obs); p != nil {
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, p.reason, msg+": "+p.message
 		} else {
 			c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonMinimumReplicasUnavailable, msg
 		}
@@ -323,6 +346,9 @@ func rolloutCondition(conditionType string, m *cachev1alpha1.Memcached, obs Obse
 	switch r.phase {
 	case rolloutPending, rolloutInProgress:
 		c.Status, c.Reason = metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut
+		if r.reason != "" {
+			c.Reason = r.reason // why it does not get on
+		}
 	case rolloutReplacing:
 		c.Status, c.Reason = metav1.ConditionTrue, cachev1alpha1.ReasonReplacingDeployment
 	case rolloutComplete:
@@ -363,4 +389,14 @@ func blockedCondition(conditionType, fineMessage string, m *cachev1alpha1.Memcac
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected, fineMessage
 	}
 	return c
+}
+
+// PodProblem is why m's pods are not ready, as Kubernetes reports it: the
+// reason and message the conditions give, and false when Kubernetes
+// reports nothing wrong with them.
+func PodProblem(m *cachev1alpha1.Memcached, obs Observation) (reason, message string, ok bool) {
+	if p := podProblemOf(m, obs); p != nil {
+		return p.reason, p.message, true
+	}
+	return "", "", false
 }

@@ -48,9 +48,11 @@ func Hold(m *cachev1alpha1.Memcached, obs Observation, now time.Time) time.Durat
 // status for has observedGeneration 0). A scale-up's moment below the
 // Deployment's minimum availability, with pods serving, is such a status.
 // A rollout the Memcached's generation did not start (a Secret rotated) is
-// written as it goes: its status would otherwise read as current.
+// written as it goes: its status would otherwise read as current. So is a
+// rollout whose pods Kubernetes reports a problem with (unschedulable):
+// that is worth reading at once.
 func midRollout(m *cachev1alpha1.Memcached, obs Observation) bool {
-	if m.Status.ObservedGeneration >= m.Generation || !rollingOut(m, obs) {
+	if m.Status.ObservedGeneration >= m.Generation || !rollingOut(m, obs) || podProblemOf(m, obs) != nil {
 		return false
 	}
 	was := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionAvailable)

@@ -14,6 +14,7 @@ package memcached
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -73,6 +74,10 @@ type Reconciler struct {
 	ReplacedManagers []string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	// toldPodProblems holds, by Memcached, the reason of the pod problem
+	// its last event told: one event per cause.
+	toldPodProblems sync.Map
 }
 
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=get;list;watch;patch
@@ -83,6 +88,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings a Memcached's Deployment, Service, PodDisruptionBudget,
@@ -93,6 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Deleted: garbage collection removes what it owned.
 		if apierrors.IsNotFound(err) {
 			r.Secrets.Follow(req.NamespacedName)
+			r.toldPodProblems.Delete(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -150,6 +157,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options,
 		For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(opts)
 	srcs := append(r.Owned.Sources(enqueueController), r.Owned.OtherSources(enqueueFreedName)...)
+	srcs = append(srcs, r.Owned.PodSources(enqueueMemcachedOfPod)...)
 	for _, src := range append(srcs, sources...) {
 		b = b.WatchesRawSource(src)
 	}
@@ -180,4 +188,33 @@ var enqueueFreedName = handler.Funcs{
 	DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}})
 	},
+}
+
+// enqueueMemcachedOfPod reconciles the Memcached of a pod when what the
+// pod says of why it is not ready changes: a pod that starts as it should
+// says nothing, and its many status changes reconcile nothing.
+var enqueueMemcachedOfPod = handler.Funcs{
+	CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		if p, ok := e.Object.(*owned.Pod); ok && p.Troubled() {
+			enqueuePod(p, q)
+		}
+	},
+	UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		old, okOld := e.ObjectOld.(*owned.Pod)
+		now, okNew := e.ObjectNew.(*owned.Pod)
+		if okOld && okNew && !owned.SamePod(old, now) {
+			enqueuePod(now, q)
+		}
+	},
+	DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		if p, ok := e.Object.(*owned.Pod); ok && p.Troubled() {
+			enqueuePod(p, q)
+		}
+	},
+}
+
+func enqueuePod(p *owned.Pod, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if p.Memcached != "" {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Memcached}})
+	}
 }

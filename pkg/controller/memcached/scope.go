@@ -59,6 +59,11 @@ func newScope(r *Reconciler, m *cachev1alpha1.Memcached) *scope {
 // whose owned fields differ, and observes them for the status.
 func (s *scope) reconcileObjects(ctx context.Context) error {
 	defer s.recordReports()
+	pods, err := s.Owned.Pods(client.ObjectKeyFromObject(s.m))
+	if err != nil {
+		return err
+	}
+	s.obs.Pods = pods
 	if err := s.reconcileDeployment(ctx); err != nil {
 		return err
 	}
@@ -166,9 +171,9 @@ func (s *scope) applyStatus(ctx context.Context) error {
 }
 
 // recordStatusEvents records the Warning events of a status just written:
-// a stalled rollout, monitoring without the ServiceMonitor CRD and an
-// unusable Secret, the last two once, with the status that first says so
-// (m holds the status from before that write).
+// a stalled rollout, monitoring without the ServiceMonitor CRD, why the
+// pods are not ready and an unusable Secret, the last three once, with the
+// status that first says so (m holds the status from before that write).
 func (s *scope) recordStatusEvents() {
 	m, obs := s.m, s.obs
 	if obs.Deployment != nil {
@@ -180,6 +185,16 @@ func (s *scope) recordStatusEvents() {
 		if c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionMonitored); c == nil || c.Reason != cachev1alpha1.ReasonServiceMonitorCRDMissing {
 			s.Recorder.Eventf(m, nil, corev1.EventTypeWarning, cachev1alpha1.ReasonServiceMonitorCRDMissing, "Monitor", "%s", status.MissingCRDMessage(m))
 		}
+	}
+	// The cache may still hold the Memcached from before the last status
+	// write: what was told is remembered here, so that a cause is told once.
+	key := client.ObjectKeyFromObject(m)
+	if reason, message, ok := status.PodProblem(m, obs); ok {
+		if was, told := s.toldPodProblems.Swap(key, reason); !told || was != reason {
+			s.Recorder.Eventf(m, obs.Deployment, corev1.EventTypeWarning, reason, "Observe", "%s", eventNote(message))
+		}
+	} else {
+		s.toldPodProblems.Delete(key)
 	}
 	if p := obs.Secret; p != nil {
 		if c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionStalled); c == nil || c.Reason != p.Reason || c.Message != p.Message {

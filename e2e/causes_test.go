@@ -1,0 +1,296 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/desired"
+)
+
+// Why is my cache not ready: each cause is provoked for real on the real
+// node, is named in the Memcached's conditions (reason and message, as
+// Kubernetes reports it) before the Deployment's progress deadline, is told
+// in one event, and clears once fixed.
+func TestCausesAreNamed(t *testing.T) {
+	var ns string
+	f := features.New("why a cache is not ready").WithLabel("needs", "containers").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if provider != "local" {
+				t.Skip("writes to the pods' addresses from this machine: local cluster only")
+			}
+			ns = namespace(t, cfg, "causes")
+			return ctx
+		}).
+		Assess("an image that does not exist", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			key := client.ObjectKey{Namespace: ns, Name: "no-image"}
+			spec := onRealNode(2)
+			spec.Image = "localhost/memcached:does-not-exist"
+			create(t, cfg, key, spec)
+			c := cause(t, cfg, key, cachev1alpha1.ReasonImagePullFailed, true)
+			NewWithT(t).Expect(c.Message).To(And(ContainSubstring("2 of 2 pods"), ContainSubstring("localhost/memcached:does-not-exist")))
+			fix(t, cfg, key, `{"spec":{"image":"`+localMemcachedImage+`"}}`, 2)
+			return ctx
+		}).
+		Assess("memcached exits at start", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// A port below 1024: memcached runs as a user that may not
+			// listen there, and says so before it exits.
+			key := client.ObjectKey{Namespace: ns, Name: "low-port"}
+			spec := onRealNode(1)
+			spec.ContainerPort = ptr.To[int32](80)
+			create(t, cfg, key, spec)
+			c := cause(t, cfg, key, cachev1alpha1.ReasonContainerCrashing, true)
+			NewWithT(t).Expect(c.Message).To(And(ContainSubstring("Container memcached of 1 of 1 pods exits at start"),
+				ContainSubstring("exit code 71"), ContainSubstring("failed to listen on TCP port 80")))
+			fix(t, cfg, key, `{"spec":{"containerPort":11211}}`, 1)
+			return ctx
+		}).
+		Assess("memcached killed for its memory", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// memcached may hold 64 MiB of items in a container allowed
+			// 24 MiB: storing 40 MiB gets it OOM-killed.
+			g, k := NewWithT(t), kube(t, cfg)
+			key := client.ObjectKey{Namespace: ns, Name: "small"}
+			spec := onRealNode(1)
+			spec.MemoryLimitMiB = ptr.To[int32](64)
+			spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("24Mi")}}
+			runningMemcached(t, cfg, key, spec)
+			seen := watchAvailable(t, k, key)
+			fill(t, cfg, key, 40<<20)
+			var said *metav1.Condition
+			g.Eventually(func() *metav1.Condition {
+				said = seen.with(cachev1alpha1.ReasonOOMKilled)
+				return said
+			}).WithTimeout(timeout).WithPolling(poll).ShouldNot(BeNil(), "a status naming the OOM kill")
+			t.Logf("reported: %s: %s", said.Reason, said.Message)
+			g.Expect(said.Message).To(ContainSubstring("memoryLimitMiB (64) is not below resources.limits.memory (24Mi)"))
+			events(t, cfg, key, cachev1alpha1.ReasonOOMKilled)
+			fix(t, cfg, key, `{"spec":{"memoryLimitMiB":8}}`, 1)
+			fill(t, cfg, key, 40<<20) // memcached now evicts instead
+			g.Consistently(func(g Gomega) {
+				pods := &corev1.PodList{}
+				g.Expect(k.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": key.Name})).To(Succeed())
+				for _, p := range pods.Items {
+					if p.DeletionTimestamp == nil {
+						g.Expect(p.Status.ContainerStatuses[0].RestartCount).To(BeZero(), "pod %s restarted", p.Name)
+					}
+				}
+			}).WithTimeout(5 * time.Second).WithPolling(poll).Should(Succeed())
+			converged(t, k, key, 1)
+			return ctx
+		}).
+		Assess("pods the scheduler cannot place", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			key := client.ObjectKey{Namespace: ns, Name: "too-big"}
+			spec := onRealNode(1)
+			spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}}
+			create(t, cfg, key, spec)
+			c := cause(t, cfg, key, cachev1alpha1.ReasonPodsUnschedulable, false)
+			NewWithT(t).Expect(c.Message).To(And(ContainSubstring("1 of 1 pods cannot be scheduled"), ContainSubstring("Insufficient cpu")))
+			fix(t, cfg, key, `{"spec":{"resources":null}}`, 1)
+			return ctx
+		}).
+		Assess("a ResourceQuota that refuses the pods", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, k := NewWithT(t), kube(t, cfg)
+			quotaNS := namespace(t, cfg, "quota")
+			quota := &corev1.ResourceQuota{
+				ObjectMeta: metav1.ObjectMeta{Namespace: quotaNS, Name: "no-pods"},
+				Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}},
+			}
+			g.Expect(k.Create(ctx, quota)).To(Succeed())
+			key := client.ObjectKey{Namespace: quotaNS, Name: "quota"}
+			create(t, cfg, key, onRealNode(1))
+			c := cause(t, cfg, key, cachev1alpha1.ReasonPodsForbidden, true)
+			g.Expect(c.Message).To(And(ContainSubstring("exceeded quota: no-pods"), ContainSubstring("FailedCreate")))
+			g.Expect(k.Delete(ctx, quota)).To(Succeed())
+			// The ReplicaSet controller retries with a back-off: up to
+			// minutes, so the fix is waited for twice as long.
+			g.Eventually(func(g Gomega) {
+				m := &cachev1alpha1.Memcached{}
+				g.Expect(k.Get(ctx, key, m)).To(Succeed())
+				g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue())
+				g.Expect(meta.IsStatusConditionFalse(m.Status.Conditions, cachev1alpha1.ConditionStalled)).To(BeTrue())
+			}).WithTimeout(2 * timeout).WithPolling(poll).Should(Succeed())
+			return ctx
+		}).
+		Feature()
+	testenv.Test(t, f)
+}
+
+// create creates the Memcached key with spec.
+func create(t *testing.T, cfg *envconf.Config, key client.ObjectKey, spec cachev1alpha1.MemcachedSpec) {
+	t.Helper()
+	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Spec: spec}
+	NewWithT(t).Expect(kube(t, cfg).Create(context.Background(), m)).To(Succeed())
+}
+
+// cause waits until the Memcached key's conditions name reason: Available
+// False with it, and Stalled True with it when stalled, else Progressing
+// True with it; kstatus reads Failed or InProgress to match. It checks that
+// this came before the Deployment's progress deadline, and that one event
+// told it. It returns the Available condition.
+func cause(t *testing.T, cfg *envconf.Config, key client.ObjectKey, reason string, stalled bool) metav1.Condition {
+	t.Helper()
+	g, k := NewWithT(t), kube(t, cfg)
+	m := &cachev1alpha1.Memcached{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k.Get(context.Background(), key, m)).To(Succeed())
+		av := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionAvailable)
+		g.Expect(av).NotTo(BeNil())
+		g.Expect(av.Reason).To(Equal(reason), av.Message)
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	av := *meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionAvailable)
+	t.Logf("reported: Available=%s %s: %s", av.Status, av.Reason, av.Message)
+	g.Expect(av.Status).To(Equal(metav1.ConditionFalse))
+	if stalled {
+		g.Expect(meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionStalled).Reason).To(Equal(reason))
+		g.Expect(kstatusOf(t, m)).To(Equal(status.FailedStatus))
+	} else {
+		g.Expect(meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionStalled).Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionProgressing).Reason).To(Equal(reason))
+		g.Expect(kstatusOf(t, m)).To(Equal(status.InProgressStatus))
+	}
+	d := &appsv1.Deployment{}
+	g.Expect(k.Get(context.Background(), key, d)).To(Succeed())
+	for _, c := range d.Status.Conditions {
+		g.Expect(c.Reason).NotTo(Equal("ProgressDeadlineExceeded"), "named only after the Deployment's progress deadline")
+	}
+	events(t, cfg, key, reason)
+	return av
+}
+
+// events checks that one Warning event on the Memcached key gave reason,
+// whatever the number of pods and of the kubelet's retries.
+func events(t *testing.T, cfg *envconf.Config, key client.ObjectKey, reason string) {
+	t.Helper()
+	g := NewWithT(t)
+	var found []eventsv1.Event
+	g.Eventually(func(g Gomega) {
+		list := &eventsv1.EventList{}
+		g.Expect(kube(t, cfg).List(context.Background(), list, client.InNamespace(key.Namespace))).To(Succeed())
+		found = nil
+		for _, e := range list.Items {
+			if e.Regarding.Kind == cachev1alpha1.Kind && e.Regarding.Name == key.Name && e.Reason == reason {
+				found = append(found, e)
+			}
+		}
+		g.Expect(found).NotTo(BeEmpty())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "an event with reason %s", reason)
+	g.Expect(found).To(HaveLen(1), "one event per cause")
+	g.Expect(found[0].Type).To(Equal(corev1.EventTypeWarning))
+	g.Expect(len(found[0].Note)).To(BeNumerically("<=", 1024))
+}
+
+// fix patches the Memcached key and waits until it has converged with size
+// ready pods and no longer names a cause.
+func fix(t *testing.T, cfg *envconf.Config, key client.ObjectKey, patch string, size int32) {
+	t.Helper()
+	g, k := NewWithT(t), kube(t, cfg)
+	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	g.Expect(k.Patch(context.Background(), m, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+	converged(t, k, key, size)
+	// The pods that had the cause go after the new ones are ready.
+	g.Eventually(func(g Gomega) {
+		m := &cachev1alpha1.Memcached{}
+		g.Expect(k.Get(context.Background(), key, m)).To(Succeed())
+		g.Expect(meta.IsStatusConditionFalse(m.Status.Conditions, cachev1alpha1.ConditionStalled)).To(BeTrue(), "not Stalled")
+		g.Expect(meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionAvailable).Reason).To(Equal(cachev1alpha1.ReasonMinimumReplicasAvailable))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the cause clears")
+}
+
+// availableSeen records the Available conditions of one Memcached that a
+// watch sees, for a cause that may show only for moments (a container
+// OOM-killed is restarted at once).
+type availableSeen struct {
+	mu   sync.Mutex
+	seen []metav1.Condition
+}
+
+// watchAvailable starts recording the Available conditions of the
+// Memcached key until the test ends.
+func watchAvailable(t *testing.T, k client.WithWatch, key client.ObjectKey) *availableSeen {
+	t.Helper()
+	w, err := k.Watch(context.Background(), &cachev1alpha1.MemcachedList{},
+		client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &availableSeen{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if m, ok := ev.Object.(*cachev1alpha1.Memcached); ok {
+				if c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionAvailable); c != nil {
+					a.mu.Lock()
+					a.seen = append(a.seen, *c)
+					a.mu.Unlock()
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { w.Stop(); <-done })
+	return a
+}
+
+// with is the first Available condition seen with reason, or nil.
+func (a *availableSeen) with(reason string) *metav1.Condition {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range a.seen {
+		if a.seen[i].Reason == reason {
+			c := a.seen[i]
+			return &c
+		}
+	}
+	return nil
+}
+
+// fill stores bytes of values in the Memcached key's pods, from this
+// machine (the real node's pods' addresses are routed here).
+func fill(t *testing.T, cfg *envconf.Config, key client.ObjectKey, bytes int) {
+	t.Helper()
+	g, k := NewWithT(t), kube(t, cfg)
+	m := &cachev1alpha1.Memcached{}
+	g.Expect(k.Get(context.Background(), key, m)).To(Succeed())
+	pods := &corev1.PodList{}
+	g.Expect(k.List(context.Background(), pods, client.InNamespace(key.Namespace), client.MatchingLabels(desired.SelectorLabels(m)))).To(Succeed())
+	value := strings.Repeat("x", 512<<10)
+	for _, p := range pods.Items {
+		if p.Status.PodIP == "" || p.DeletionTimestamp != nil {
+			continue
+		}
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(p.Status.PodIP, "11211"), 5*time.Second)
+		if err != nil {
+			t.Logf("pod %s: %v", p.Name, err)
+			continue
+		}
+		for i := 0; i*len(value) < bytes; i++ {
+			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err := fmt.Fprintf(conn, "set fill-%d 0 0 %d noreply\r\n%s\r\n", i, len(value), value); err != nil {
+				t.Logf("pod %s: stored %d values, then: %v", p.Name, i, err)
+				break
+			}
+		}
+		_ = conn.Close()
+	}
+}

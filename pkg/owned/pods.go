@@ -1,0 +1,141 @@
+package owned
+
+import (
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// KindPod is the kind of the Memcacheds' pods, which the store watches
+// (read only) to tell why a Memcached is not ready.
+const KindPod Kind = "Pod"
+
+// Pod is what the operator keeps of one of its pods: what tells why it is
+// not ready, and nothing else. With many Memcacheds their pods are the most
+// numerous objects the operator watches.
+//
+// Its metadata holds only the name, namespace, UID and resourceVersion.
+//
+// +kubebuilder:object:generate=true
+// +kubebuilder:object:root=true
+type Pod struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Memcached is the name of the Memcached whose pod it is: its
+	// ReplicaSet's name (that of the Memcached's Deployment, then the
+	// pod template's hash). Empty for a pod of no ReplicaSet.
+	Memcached string `json:"memcached,omitempty"`
+	// Unschedulable is the scheduler's message while it cannot place the
+	// pod.
+	Unschedulable string `json:"unschedulable,omitempty"`
+	// Containers are the pod's containers that are not ready and say why
+	// (waiting for a reason other than starting, or ended), in the pod's
+	// order.
+	Containers []ContainerProblem `json:"containers,omitempty"`
+}
+
+// ContainerProblem is the state of a container that is not ready.
+type ContainerProblem struct {
+	// Name is the container's name.
+	Name string `json:"name"`
+	// Image is the image the pod asks for.
+	Image string `json:"image,omitempty"`
+	// RestartCount is how often the kubelet restarted it.
+	RestartCount int32 `json:"restartCount,omitempty"`
+	// Waiting is why it does not run (ErrImagePull, CrashLoopBackOff,
+	// CreateContainerConfigError, ...), and Message the kubelet's words.
+	Waiting string `json:"waiting,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Terminated is how its last run ended (Error, OOMKilled, ...), when
+	// it ended: with ExitCode, and the termination message (the end of
+	// its log when it failed).
+	Terminated        string `json:"terminated,omitempty"`
+	ExitCode          int32  `json:"exitCode,omitempty"`
+	TerminatedMessage string `json:"terminatedMessage,omitempty"`
+}
+
+// SummarizePod returns the summary of one of the operator's pods.
+func SummarizePod(p *corev1.Pod) *Pod {
+	s := &Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: string(KindPod)},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            p.Name,
+			Namespace:       p.Namespace,
+			UID:             p.UID,
+			ResourceVersion: p.ResourceVersion,
+		},
+		Memcached: memcachedOfPod(p),
+	}
+	if p.DeletionTimestamp != nil {
+		// Going away: what it says no longer stands in the way.
+		return s
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			s.Unschedulable = c.Message
+		}
+	}
+	images := map[string]string{}
+	for _, c := range p.Spec.Containers {
+		images[c.Name] = c.Image
+	}
+	for _, st := range p.Status.ContainerStatuses {
+		if st.Ready {
+			continue
+		}
+		c := ContainerProblem{Name: st.Name, Image: images[st.Name], RestartCount: st.RestartCount}
+		if w := st.State.Waiting; w != nil && !startingReasons[w.Reason] {
+			c.Waiting, c.Message = w.Reason, w.Message
+		}
+		t := st.State.Terminated
+		if t == nil {
+			t = st.LastTerminationState.Terminated
+		}
+		if t != nil {
+			c.Terminated, c.ExitCode, c.TerminatedMessage = t.Reason, t.ExitCode, t.Message
+		}
+		if c.Waiting != "" || c.Terminated != "" {
+			s.Containers = append(s.Containers, c)
+		}
+	}
+	return s
+}
+
+// startingReasons are the reasons a container waits for while it starts
+// as it should.
+var startingReasons = map[string]bool{"": true, "ContainerCreating": true, "PodInitializing": true}
+
+// Troubled tells whether p says why it is not ready: the scheduler cannot
+// place it, or a container of it waits for a reason other than starting,
+// or ended. A pod that starts as it should says nothing.
+func (p *Pod) Troubled() bool {
+	return p.Unschedulable != "" || len(p.Containers) > 0
+}
+
+// memcachedOfPod is the name of the Memcached whose pod p is: the name of
+// its ReplicaSet without the pod template hash that the Deployment
+// controller appends to the Deployment's (the Memcached's) name.
+func memcachedOfPod(p *corev1.Pod) string {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil || ref.Kind != "ReplicaSet" {
+		return ""
+	}
+	hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+	if hash == "" || !strings.HasSuffix(ref.Name, "-"+hash) {
+		return ""
+	}
+	return strings.TrimSuffix(ref.Name, "-"+hash)
+}
+
+// SamePod tells whether two summaries of a pod say the same, whatever
+// their resourceVersions: a pod's status changes often in ways the
+// operator does not keep.
+func SamePod(a, b *Pod) bool {
+	x, y := a.DeepCopy(), b.DeepCopy()
+	x.ResourceVersion, y.ResourceVersion = "", ""
+	return equality.Semantic.DeepEqual(x, y)
+}
