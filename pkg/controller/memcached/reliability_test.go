@@ -67,7 +67,9 @@ func TestNoStatusIsWrittenUntilTheDeploymentControllerReports(t *testing.T) {
 
 	resume()
 	got, _ := converged(t, m)
-	g.Expect(statusWrites()).NotTo(BeEmpty(), "the report, once in, is written")
+	// Recorded once its answer is back, which may be a moment after the
+	// status it wrote is read.
+	g.Eventually(statusWrites).WithTimeout(timeout).WithPolling(poll).ShouldNot(BeEmpty(), "the report, once in, is written")
 	g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 }
 
