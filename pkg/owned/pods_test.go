@@ -1,0 +1,69 @@
+package owned_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/example/memcached-operator/pkg/owned"
+)
+
+func podOf(rs, hash string, st corev1.PodStatus) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: rs + "-x", Namespace: "ns", ResourceVersion: "7",
+			Labels:          map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: hash, "team": "a"},
+			Annotations:     map[string]string{"big": "annotation"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: rs, Controller: ptr.To(true)}},
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "memcached:1"}, {Name: "exporter", Image: "exporter:1"}}},
+		Status: st,
+	}
+}
+
+// A pod summary keeps what tells why the pod is not ready and nothing
+// else: a pod that starts as it should says nothing.
+func TestPodSummaryKeepsOnlyWhyItIsNotReady(t *testing.T) {
+	g := NewWithT(t)
+	starting := corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+		{Name: "memcached", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}},
+		{Name: "exporter", Ready: true},
+	}}
+	p := owned.SummarizePod(podOf("cache-5d8f", "5d8f", starting))
+	g.Expect(p.Memcached).To(Equal("cache"))
+	g.Expect(p.Troubled()).To(BeFalse())
+	g.Expect(p.Labels).To(BeEmpty())
+	g.Expect(p.Annotations).To(BeEmpty())
+
+	failing := corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+		{Name: "memcached", RestartCount: 2,
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 71, Message: "failed to listen"}}},
+		{Name: "exporter", Ready: true},
+	}}
+	p = owned.SummarizePod(podOf("cache-5d8f", "5d8f", failing))
+	g.Expect(p.Troubled()).To(BeTrue())
+	g.Expect(p.Containers).To(Equal([]owned.ContainerProblem{{
+		Name: "memcached", Image: "memcached:1", RestartCount: 2, Waiting: "CrashLoopBackOff", Message: "back-off",
+		Terminated: "Error", ExitCode: 71, TerminatedMessage: "failed to listen",
+	}}))
+
+	going := podOf("cache-5d8f", "5d8f", failing)
+	going.DeletionTimestamp = &metav1.Time{}
+	g.Expect(owned.SummarizePod(going).Troubled()).To(BeFalse(), "a terminating pod no longer stands in the way")
+
+	// A name with dashes; a ReplicaSet that is not the Deployment's.
+	g.Expect(owned.SummarizePod(podOf("my-cache-7f9c6", "7f9c6", starting)).Memcached).To(Equal("my-cache"))
+	g.Expect(owned.SummarizePod(podOf("other", "7f9c6", starting)).Memcached).To(BeEmpty())
+
+	// Summaries that differ only in resourceVersion say the same.
+	a, b := owned.SummarizePod(podOf("cache-5d8f", "5d8f", failing)), owned.SummarizePod(podOf("cache-5d8f", "5d8f", failing))
+	b.ResourceVersion = "8"
+	g.Expect(owned.SamePod(a, b)).To(BeTrue())
+	b.Containers[0].RestartCount = 3
+	g.Expect(owned.SamePod(a, b)).To(BeFalse())
+}
