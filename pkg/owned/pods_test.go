@@ -20,7 +20,7 @@ func podOf(rs, hash string, st corev1.PodStatus) *corev1.Pod {
 			Annotations:     map[string]string{"big": "annotation"},
 			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: rs, Controller: ptr.To(true)}},
 		},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "memcached:1"}, {Name: "exporter", Image: "exporter:1"}}},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "memcached:1"}, {Name: "exporter", Image: "exporter:1"}}},
 		Status: st,
 	}
 }
