@@ -23,9 +23,8 @@ version_ldflags() {
   echo "-s -w -X k8s.io/component-base/version.gitVersion=$1 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$2 -X k8s.io/component-base/version.gitTreeState=clean"
 }
 kube_ldflags="$(version_ldflags "${KUBE_VERSION}" "${KUBE_MINOR}")"
-default_version="$(sed -n 's/^KUBE_VERSION=//p' "${ROOT}/hack/versions.env")"
-kubectl_ldflags="$(version_ldflags "${default_version}" "$(sed -n 's/^KUBE_MINOR=//p' "${ROOT}/hack/versions.env")")"
-kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${default_version#v}"
+kubectl_ldflags="$(version_ldflags "${DEFAULT_KUBE_VERSION}" "${DEFAULT_KUBE_MINOR}")"
+kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${DEFAULT_KUBE_VERSION#v}"
 
 # build BIN_DIR NAME MODULE_DIR PACKAGE LDFLAGS
 build() {

@@ -10,11 +10,15 @@
 # not be newer than its apiserver.
 #
 # Sets KUBE_VERSION, KUBE_MINOR, NODE_VERSION, NODE_MINOR, KUBE_TOOLS_DIR
-# (the tools module's folder under hack/tools), KUBE_BIN_DIR, SHARED_BIN_DIR.
+# (the tools module's folder under hack/tools), KUBE_BIN_DIR, SHARED_BIN_DIR,
+# DEFAULT_KUBE_VERSION and DEFAULT_KUBE_MINOR.
 _requested_kube_version="${KUBE_VERSION:-}"
 # shellcheck source=versions.env
 source "${ROOT}/hack/versions.env"
 SHARED_BIN_DIR="${ROOT}/bin/k8s"
+# The default version: what the shared programs (kubectl, kwok) are built as.
+DEFAULT_KUBE_VERSION="${KUBE_VERSION}"
+DEFAULT_KUBE_MINOR="${KUBE_MINOR}"
 if [[ -z "${_requested_kube_version}" || "${_requested_kube_version}" == "${KUBE_VERSION}" ]]; then
   KUBE_TOOLS_DIR=kubernetes
   KUBE_BIN_DIR="${SHARED_BIN_DIR}"

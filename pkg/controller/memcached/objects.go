@@ -160,15 +160,18 @@ func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, 
 	// Reading the Memcached before each creation to prevent that cost a
 	// request per created object.
 
-	// What the object's digest will be after the apply, and what is sent:
-	// read from want before the apply writes the answer into it.
+	// What the object's digest will be after the apply, and, for an object
+	// that exists, what is sent (notKept may need it): read from want before
+	// the apply writes the answer into it.
 	wantDigest, err := owned.DigestOf(want, s.Schemas)
 	if err != nil {
 		return out, err
 	}
-	sent, err := json.Marshal(want)
-	if err != nil {
-		return out, err
+	var sent []byte
+	if current != nil {
+		if sent, err = json.Marshal(want); err != nil {
+			return out, err
+		}
 	}
 	log.Info("Applying object", "kind", k.kind)
 	err = s.Client.Apply(ctx, want, client.FieldOwner(owned.FieldManager), client.ForceOwnership)
