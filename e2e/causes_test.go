@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -75,11 +74,11 @@ func TestCausesAreNamed(t *testing.T) {
 			spec.MemoryLimitMiB = ptr.To[int32](64)
 			spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("24Mi")}}
 			runningMemcached(t, cfg, key, spec)
-			seen := watchAvailable(t, k, key)
+			seen := startWatch(t, k, key)
 			fill(t, cfg, key, 40<<20)
 			var said *metav1.Condition
 			g.Eventually(func() *metav1.Condition {
-				said = seen.with(cachev1alpha1.ReasonOOMKilled)
+				said = availableWith(seen, cachev1alpha1.ReasonOOMKilled)
 				return said
 			}).WithTimeout(timeout).WithPolling(poll).ShouldNot(BeNil(), "a status naming the OOM kill")
 			t.Logf("reported: %s: %s", said.Reason, said.Message)
@@ -217,49 +216,12 @@ func fix(t *testing.T, cfg *envconf.Config, key client.ObjectKey, patch string, 
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the cause clears")
 }
 
-// availableSeen records the Available conditions of one Memcached that a
-// watch sees, for a cause that may show only for moments (a container
-// OOM-killed is restarted at once).
-type availableSeen struct {
-	mu   sync.Mutex
-	seen []metav1.Condition
-}
-
-// watchAvailable starts recording the Available conditions of the
-// Memcached key until the test ends.
-func watchAvailable(t *testing.T, k client.WithWatch, key client.ObjectKey) *availableSeen {
-	t.Helper()
-	w, err := k.Watch(context.Background(), &cachev1alpha1.MemcachedList{},
-		client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &availableSeen{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			if m, ok := ev.Object.(*cachev1alpha1.Memcached); ok {
-				if c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionAvailable); c != nil {
-					a.mu.Lock()
-					a.seen = append(a.seen, *c)
-					a.mu.Unlock()
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() { w.Stop(); <-done })
-	return a
-}
-
-// with is the first Available condition seen with reason, or nil.
-func (a *availableSeen) with(reason string) *metav1.Condition {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for i := range a.seen {
-		if a.seen[i].Reason == reason {
-			c := a.seen[i]
-			return &c
+// availableWith is the first Available condition with reason among the
+// states the watch saw so far, or nil.
+func availableWith(w *memcachedWatch, reason string) *metav1.Condition {
+	for _, m := range w.soFar() {
+		if c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionAvailable); c != nil && c.Reason == reason {
+			return c
 		}
 	}
 	return nil

@@ -5,7 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,26 +99,53 @@ func kstatusOf(t *testing.T, m *cachev1alpha1.Memcached) status.Status {
 // until stop is called, returning those states.
 func watchMemcached(t *testing.T, c client.WithWatch, key client.ObjectKey) (stop func() []cachev1alpha1.Memcached) {
 	t.Helper()
+	return startWatch(t, c, key).stop
+}
+
+// memcachedWatch records the states of a Memcached that a watch sees.
+type memcachedWatch struct {
+	w    watch.Interface
+	done chan struct{}
+	mu   sync.Mutex
+	seen []cachev1alpha1.Memcached
+}
+
+// startWatch starts recording the states of the Memcached key; it stops
+// when the test ends, if not before.
+func startWatch(t *testing.T, c client.WithWatch, key client.ObjectKey) *memcachedWatch {
+	t.Helper()
 	w, err := c.Watch(context.Background(), &cachev1alpha1.MemcachedList{},
 		client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var seen []cachev1alpha1.Memcached
-	done := make(chan struct{})
+	mw := &memcachedWatch{w: w, done: make(chan struct{})}
 	go func() {
-		defer close(done)
+		defer close(mw.done)
 		for ev := range w.ResultChan() {
 			if m, ok := ev.Object.(*cachev1alpha1.Memcached); ok {
-				seen = append(seen, *m.DeepCopy())
+				mw.mu.Lock()
+				mw.seen = append(mw.seen, *m.DeepCopy())
+				mw.mu.Unlock()
 			}
 		}
 	}()
-	return func() []cachev1alpha1.Memcached {
-		w.Stop()
-		<-done
-		return seen
-	}
+	t.Cleanup(func() { mw.stop() })
+	return mw
+}
+
+// soFar is what the watch has seen so far; it goes on.
+func (mw *memcachedWatch) soFar() []cachev1alpha1.Memcached {
+	mw.mu.Lock()
+	defer mw.mu.Unlock()
+	return slices.Clone(mw.seen)
+}
+
+// stop ends the watch and returns every state it saw.
+func (mw *memcachedWatch) stop() []cachev1alpha1.Memcached {
+	mw.w.Stop()
+	<-mw.done
+	return mw.soFar()
 }
 
 // columns parses `kubectl get` output into header -> value for its one row.
