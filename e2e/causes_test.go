@@ -47,8 +47,8 @@ func TestCausesAreNamed(t *testing.T) {
 			spec := onRealNode(2)
 			spec.Image = "localhost/memcached:does-not-exist"
 			create(t, cfg, key, spec)
-			c := cause(t, cfg, key, cachev1alpha1.ReasonImagePullFailed, true)
-			NewWithT(t).Expect(c.Message).To(And(ContainSubstring("2 of 2 pods"), ContainSubstring("localhost/memcached:does-not-exist")))
+			// The pods fail one by one: the count says so as it grows.
+			cause(t, cfg, key, cachev1alpha1.ReasonImagePullFailed, true, "2 of 2 pods", "localhost/memcached:does-not-exist")
 			fix(t, cfg, key, `{"spec":{"image":"`+localMemcachedImage+`"}}`, 2)
 			return ctx
 		}).
@@ -59,9 +59,8 @@ func TestCausesAreNamed(t *testing.T) {
 			spec := onRealNode(1)
 			spec.ContainerPort = ptr.To[int32](80)
 			create(t, cfg, key, spec)
-			c := cause(t, cfg, key, cachev1alpha1.ReasonContainerCrashing, true)
-			NewWithT(t).Expect(c.Message).To(And(ContainSubstring("Container memcached of 1 of 1 pods exits at start"),
-				ContainSubstring("exit code 71"), ContainSubstring("failed to listen on TCP port 80")))
+			cause(t, cfg, key, cachev1alpha1.ReasonContainerCrashing, true,
+				"Container memcached of 1 of 1 pods exits at start", "exit code 71", "failed to listen on TCP port 80")
 			fix(t, cfg, key, `{"spec":{"containerPort":11211}}`, 1)
 			return ctx
 		}).
@@ -103,8 +102,7 @@ func TestCausesAreNamed(t *testing.T) {
 			spec := onRealNode(1)
 			spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}}
 			create(t, cfg, key, spec)
-			c := cause(t, cfg, key, cachev1alpha1.ReasonPodsUnschedulable, false)
-			NewWithT(t).Expect(c.Message).To(And(ContainSubstring("1 of 1 pods cannot be scheduled"), ContainSubstring("Insufficient cpu")))
+			cause(t, cfg, key, cachev1alpha1.ReasonPodsUnschedulable, false, "1 of 1 pods cannot be scheduled", "Insufficient cpu")
 			fix(t, cfg, key, `{"spec":{"resources":null}}`, 1)
 			return ctx
 		}).
@@ -118,8 +116,7 @@ func TestCausesAreNamed(t *testing.T) {
 			g.Expect(k.Create(ctx, quota)).To(Succeed())
 			key := client.ObjectKey{Namespace: quotaNS, Name: "quota"}
 			create(t, cfg, key, onRealNode(1))
-			c := cause(t, cfg, key, cachev1alpha1.ReasonPodsForbidden, true)
-			g.Expect(c.Message).To(And(ContainSubstring("exceeded quota: no-pods"), ContainSubstring("FailedCreate")))
+			cause(t, cfg, key, cachev1alpha1.ReasonPodsForbidden, true, "exceeded quota: no-pods", "FailedCreate")
 			g.Expect(k.Delete(ctx, quota)).To(Succeed())
 			// The ReplicaSet controller retries with a back-off: up to
 			// minutes, so the fix is waited for twice as long.
@@ -142,12 +139,12 @@ func create(t *testing.T, cfg *envconf.Config, key client.ObjectKey, spec cachev
 	NewWithT(t).Expect(kube(t, cfg).Create(context.Background(), m)).To(Succeed())
 }
 
-// cause waits until the Memcached key's conditions name reason: Available
-// False with it, and Stalled True with it when stalled, else Progressing
-// True with it; kstatus reads Failed or InProgress to match. It checks that
-// this came before the Deployment's progress deadline, and that one event
-// told it. It returns the Available condition.
-func cause(t *testing.T, cfg *envconf.Config, key client.ObjectKey, reason string, stalled bool) metav1.Condition {
+// cause waits until the Memcached key's conditions name reason with a
+// message that says each of says: Available False with it, and Stalled True
+// with it when stalled, else Progressing True with it; kstatus reads Failed
+// or InProgress to match. It checks that this came before the Deployment's
+// progress deadline, and that one event told it.
+func cause(t *testing.T, cfg *envconf.Config, key client.ObjectKey, reason string, stalled bool, says ...string) {
 	t.Helper()
 	g, k := NewWithT(t), kube(t, cfg)
 	m := &cachev1alpha1.Memcached{}
@@ -156,6 +153,9 @@ func cause(t *testing.T, cfg *envconf.Config, key client.ObjectKey, reason strin
 		av := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionAvailable)
 		g.Expect(av).NotTo(BeNil())
 		g.Expect(av.Reason).To(Equal(reason), av.Message)
+		for _, s := range says {
+			g.Expect(av.Message).To(ContainSubstring(s))
+		}
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	av := *meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionAvailable)
 	t.Logf("reported: Available=%s %s: %s", av.Status, av.Reason, av.Message)
@@ -174,7 +174,6 @@ func cause(t *testing.T, cfg *envconf.Config, key client.ObjectKey, reason strin
 		g.Expect(c.Reason).NotTo(Equal("ProgressDeadlineExceeded"), "named only after the Deployment's progress deadline")
 	}
 	events(t, cfg, key, reason)
-	return av
 }
 
 // events checks that one Warning event on the Memcached key gave reason,
