@@ -14,8 +14,14 @@ export KUBE_VERSION
 K8S_BIN := $(BIN_DIR)/k8s$(if $(filter-out $(DEFAULT_KUBE_VERSION),$(KUBE_VERSION)),/$(KUBE_VERSION))
 CLUSTER_NAME ?= memcached-operator
 export CLUSTER_NAME
-REAL_NODE ?= 0
+# REAL_NODE=1: the local cluster's node is a real one (kubelet, containerd:
+# pods run real containers), REAL_NODE=0: fake nodes (kwok). By default a
+# real node where the machine can have one: as root on Linux.
+REAL_NODE ?= $(shell [ "$$(id -u)" = 0 ] && [ "$$(uname -s)" = Linux ] && echo 1 || echo 0)
 export REAL_NODE
+# make run builds and starts a real node only for the local cluster, not
+# for the cluster of $KUBECONFIG.
+RUN_REAL_NODE := $(if $(KUBECONFIG),0,$(REAL_NODE))
 LOCAL_KUBECONFIG := $(ROOT)/.local/$(CLUSTER_NAME).kubeconfig
 KUBECTL := $(BIN_DIR)/k8s/kubectl
 CONTROLLER_GEN := go tool controller-gen
@@ -144,7 +150,7 @@ k8s-binaries: ## Build the local control plane into bin/k8s (KUBE_VERSION: anoth
 	hack/build-cluster.sh
 
 .PHONY: cluster-up
-cluster-up: k8s-binaries $(if $(filter 1,$(REAL_NODE)),real-node-prerequisites) ## Create the local cluster (idempotent; REAL_NODE=1 adds a real node); kubeconfig in .local/$(CLUSTER_NAME).kubeconfig.
+cluster-up: k8s-binaries $(if $(filter 1,$(REAL_NODE)),real-node-prerequisites) ## Create the local cluster (idempotent; a real node as root on Linux, REAL_NODE=0 for fake nodes only); kubeconfig in .local/$(CLUSTER_NAME).kubeconfig.
 	hack/cluster.sh up
 
 .PHONY: node-packages
@@ -173,8 +179,8 @@ build: ## Build the operator binary into bin/manager.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN_DIR)/manager ./cmd
 
 .PHONY: run
-run: build k8s-binaries $(if $(filter 1,$(REAL_NODE)),real-node-prerequisites) ## Run the operator from source on $KUBECONFIG, or on the local cluster (created if needed; REAL_NODE=1: on a real node).
-	hack/run.sh
+run: build k8s-binaries $(if $(filter 1,$(RUN_REAL_NODE)),real-node-prerequisites) ## Run the operator from source on $KUBECONFIG, or on the local cluster (created if needed; with a real node as root on Linux, REAL_NODE=0: fake nodes).
+	REAL_NODE=$(RUN_REAL_NODE) hack/run.sh
 
 .PHONY: install
 install: k8s-binaries ## Install the CRD into the cluster of $KUBECONFIG (the local cluster if unset).

@@ -28,9 +28,15 @@ echo "Installing the Memcached CRD"
 "${KUBECTL}" wait --for=condition=Established --timeout=60s crd/memcacheds.cache.example.com
 
 flags=()
+real_node=0
 if [[ -z "${KUBECONFIG_WAS_SET:-}" && "${REAL_NODE:-0}" == 1 ]]; then
+  real_node=1
   # The real node pulls nothing: memcached runs from the image hack/images.sh made.
   flags+=(--memcached-image="${LOCAL_MEMCACHED_IMAGE}" --exporter-image="${LOCAL_EXPORTER_IMAGE}")
+fi
+if [[ -t 1 ]]; then
+  # A person reads this: one line per record, not JSON (the container keeps JSON).
+  flags+=(--zap-encoder=console)
 fi
 
 echo "Starting the operator (bin/manager)"
@@ -58,9 +64,31 @@ for _ in $(seq 1 60); do
 done
 "${KUBECTL}" apply --server-side --field-manager=kubectl -n default -f "${ROOT}/manifests/samples/cache_v1alpha1_memcached.yaml"
 
+if [[ "${real_node}" == 1 ]]; then
+  if "${KUBECTL}" wait -n default --for=condition=Available --timeout=120s memcached/memcached-sample >/dev/null; then
+    address="$("${KUBECTL}" get -n default memcached/memcached-sample -o jsonpath='{.status.service.address}')"
+    host="${address%:*}" port="${address##*:}"
+    reach="memcached-sample serves at ${address} (real containers on the real node).
+Store and read a value from a pod:
+
+  kubectl run client -n default -it --rm --restart=Never --image=${LOCAL_CLIENT_IMAGE} --image-pull-policy=Never -- sh -c \"printf 'set greeting 0 0 5\\r\\nhello\\r\\nget greeting\\r\\nquit\\r\\n' | nc ${host} ${port}\"
+"
+  else
+    reach="memcached-sample is not Available yet: kubectl describe memcached memcached-sample says why."
+  fi
+elif [[ -n "${KUBECONFIG_WAS_SET:-}" ]]; then
+  reach="memcached-sample runs on the cluster of KUBECONFIG; its address is in status.service.address."
+else
+  reach="The local cluster's nodes are fake (kwok): the sample's pods are scheduled and turn Ready,
+but run no containers, so there is no memcached to talk to. A real node needs root on Linux
+(or REAL_NODE=1): make cluster-down, then make run as root."
+fi
+
 cat <<MSG
 
-The operator is running. In another shell:
+The operator is running. ${reach}
+
+In another shell:
 
   export KUBECONFIG=${kubeconfig}
   export PATH=${ROOT}/bin/k8s:\$PATH
