@@ -71,17 +71,27 @@ if [[ "${real_node}" == 1 ]]; then
     reach="memcached-sample serves at ${address} (real containers on the real node).
 Store and read a value from a pod:
 
-  kubectl run client -n default -it --rm --restart=Never --image=${LOCAL_CLIENT_IMAGE} --image-pull-policy=Never -- sh -c \"printf 'set greeting 0 0 5\\r\\nhello\\r\\nget greeting\\r\\nquit\\r\\n' | nc ${host} ${port}\"
+  kubectl run client -n default -i --rm --restart=Never --image=${LOCAL_CLIENT_IMAGE} --image-pull-policy=Never -- -c \"printf 'set greeting 0 0 5\\r\\nhello\\r\\nget greeting\\r\\nquit\\r\\n' | nc ${host} ${port}\"
 "
   else
-    reach="memcached-sample is not Available yet: kubectl describe memcached memcached-sample says why."
+    why="$("${KUBECTL}" get -n default memcached/memcached-sample -o jsonpath='{.status.conditions[?(@.type=="Available")].message}')"
+    reach="memcached-sample is not Available after 2 minutes: ${why:-no status yet}
+(kubectl get memcached shows its reason, kubectl describe memcached memcached-sample the rest)."
   fi
 elif [[ -n "${KUBECONFIG_WAS_SET:-}" ]]; then
   reach="memcached-sample runs on the cluster of KUBECONFIG; its address is in status.service.address."
 else
-  reach="The local cluster's nodes are fake (kwok): the sample's pods are scheduled and turn Ready,
-but run no containers, so there is no memcached to talk to. A real node needs root on Linux
-(or REAL_NODE=1): make cluster-down, then make run as root."
+  if [[ "$(uname -s)" != Linux ]]; then
+    why="a real node runs only on Linux"
+  elif [[ "$(id -u)" != 0 ]]; then
+    why="a real node needs root (containerd, a kubelet, iptables rules): make cluster-down, then make run as root"
+  else
+    why="REAL_NODE=0 was asked for: make cluster-down, then make run without it"
+  fi
+  reach="The local cluster's nodes are fake (kwok): ${why}.
+The sample's pods are scheduled and turn Ready, but run no containers, so there is no
+memcached to talk to; everything the operator does to the API (Deployment, Service, budget,
+status, scaling) can be watched."
 fi
 
 cat <<MSG
