@@ -49,6 +49,9 @@ type config struct {
 	timeout time.Duration
 	// goMemLimit is the Go memory limit the operator runs with (0: none).
 	goMemLimit int64
+	// operator is the operator's binary (bin/manager when empty): another
+	// build, such as an earlier commit's, is measured the same way.
+	operator string
 	// monitoring: every Memcached has monitoring on, and the cluster the
 	// ServiceMonitor CRD, so each gets a ServiceMonitor too.
 	monitoring bool
@@ -64,6 +67,7 @@ func parseFlags() (config, string, error) {
 	flag.DurationVar(&c.syncPeriod, "sync-period", 10*time.Second, "the operator's --sync-period (resyncs happen during the steady window)")
 	opArgs := flag.String("operator-args", "", "extra flags for the operator, space-separated (e.g. --kube-api-qps=200)")
 	flag.BoolVar(&c.skipBaseline, "skip-baseline", false, "skip the no-operator baseline")
+	flag.StringVar(&c.operator, "operator", "", "the operator's binary (default bin/manager), e.g. one built from an earlier commit to compare with")
 	flag.BoolVar(&c.monitoring, "monitoring", false, "Memcacheds with monitoring on, in a cluster with the ServiceMonitor CRD (one more object each)")
 	flag.BoolVar(&c.createOnly, "create-only", false, "stop after the create phase (for large N: memory and create cost)")
 	flag.BoolVar(&c.floorOnly, "floor-only", false, "measure only the floor's create, within -timeout, without the operator (for large N: whether the stack itself converges)")

@@ -23,10 +23,11 @@ type operatorProcess struct {
 	*hostoperator.Process
 }
 
-// startOperator runs bin/manager as the user of kubeconfig, with the Go
+// startOperator runs the operator's binary (bin/manager by default) as the user of kubeconfig, with the Go
 // memory limit of cfg, and waits until it is ready.
 func startOperator(cfg config, kubeconfig string) (*operatorProcess, error) {
 	o := hostoperator.Options{
+		Binary:     cfg.operator,
 		Kubeconfig: kubeconfig,
 		Pprof:      cfg.profile,
 		Metrics:    true, // the bench reads the operator's queue and reconcile times
