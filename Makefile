@@ -122,6 +122,10 @@ BENCH_N ?= 100,1000
 bench: k8s-binaries build ## Measure what the operator costs the apiserver (BENCH_N=100,1000; PROFILE=1 for pprof; BENCH_ARGS=-unrelated=10000).
 	go run ./hack/bench -n $(BENCH_N) -out docs/benchmarks.md $(if $(PROFILE),-profile) $(BENCH_ARGS)
 
+.PHONY: bench-cache
+bench-cache: k8s-binaries build real-node-prerequisites ## Measure the cache as a client sees it, on the real node (as root): throughput and latency against memcached on the host, keys kept through operations (BENCH_CACHE_ARGS=-duration=60s).
+	go run ./hack/bench-cache -out docs/benchmarks-cache.md $(BENCH_CACHE_ARGS)
+
 ##@ Packaging
 
 .PHONY: chart

@@ -1,0 +1,66 @@
+// Command bench-cache measures the cache as its clients see it, on the
+// local cluster's real node: a real memcached client library
+// (gomemcache, with a consistent-hash selector) drives a fixed get/set
+// mix against memcached run directly on this machine (the limit) and
+// against Memcacheds the operator runs, one after the other in one run;
+// then it counts the keys a client keeps, and the errors it sees, through
+// what the operator does to the pods (scaling, rollouts, Secret
+// rotations, its own upgrade).
+//
+//	go run ./hack/bench-cache [-duration 20s] [-concurrency 16] [-out docs/benchmarks-cache.md]
+//
+// The files: targets.go what is measured and how it is set up, load.go
+// the client's workload, ring.go the consistent-hash selector,
+// cluster.go following the pods, operations.go the hit ratio through
+// operations, report.go the markdown report.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+type config struct {
+	load workload
+	// opKeys are the keys stored before each operation and read after it.
+	opKeys     int
+	out        string
+	skipOps    bool
+	skipTarget bool
+}
+
+func main() {
+	var c config
+	flag.IntVar(&c.load.concurrency, "concurrency", 16, "client goroutines")
+	flag.IntVar(&c.load.keys, "keys", 10000, "keys in the throughput runs' key space (all stored before measuring)")
+	flag.IntVar(&c.load.valueSize, "value-size", 1024, "bytes per value")
+	flag.Float64Var(&c.load.getRatio, "get-ratio", 0.9, "share of gets in the mix; the rest are sets")
+	flag.DurationVar(&c.load.warmUp, "warm-up", 3*time.Second, "unmeasured load before each window")
+	flag.DurationVar(&c.load.duration, "duration", 20*time.Second, "measured window per target")
+	flag.IntVar(&c.opKeys, "op-keys", 30000, "keys stored before each operation and read after it")
+	flag.StringVar(&c.out, "out", "", "also write the report to this markdown file (its generated part)")
+	flag.BoolVar(&c.skipOps, "skip-operations", false, "measure throughput only")
+	flag.BoolVar(&c.skipTarget, "skip-throughput", false, "measure the operations only")
+	flag.Parse()
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	report, err := run(ctx, c)
+	if report != "" {
+		fmt.Println(report)
+		if c.out != "" {
+			if werr := writeReport(c.out, report); werr != nil {
+				fmt.Fprintln(os.Stderr, "bench-cache:", werr)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-cache:", err)
+		os.Exit(1)
+	}
+}

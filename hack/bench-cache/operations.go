@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/testsupport/repo"
+	"github.com/example/memcached-operator/internal/testsupport/testcerts"
+)
+
+// operation is what a client kept through one thing the operator does to
+// the pods.
+type operation struct {
+	name string
+	// took is from the change to the last old pod gone and the client
+	// following the new ones.
+	took time.Duration
+	// kept of keys answered a get after the operation with the value
+	// stored before it; stale ones with a value stored before an earlier
+	// operation (a key that had moved to another pod and is read from
+	// its old one again).
+	kept, stale, keys int
+	// reads, misses and errors of the client's gets during the operation.
+	reads, misses, errors int64
+	firstError            string
+	replaced, pods        int // pods replaced, of pods before
+}
+
+// opsName is the Memcached the operations are done to: size 3, TLS and
+// authentication, so that every operation can be tried on it.
+const opsName = "ops"
+
+// operations stores opKeys keys in a Memcached of size 3 with TLS and
+// authentication before each operation, reads them while the operation
+// runs and every one of them after it.
+func (e *env) operations(ctx context.Context) ([]operation, error) {
+	ca, pair, err := testcerts.ForService(namespace, opsName)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.c.Create(ctx, ca.Secret(namespace, "ops-tls", pair)); err != nil {
+		return nil, err
+	}
+	auth := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ops-auth"},
+		StringData: map[string]string{"authfile": "bench:first-password\n"}}
+	if err := e.c.Create(ctx, auth); err != nil {
+		return nil, err
+	}
+	key := client.ObjectKey{Namespace: namespace, Name: opsName}
+	mc := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: opsName}, Spec: cachev1alpha1.MemcachedSpec{
+		Size: ptr.To[int32](3),
+		TLS:  &cachev1alpha1.TLSSpec{SecretName: "ops-tls"},
+		Auth: &cachev1alpha1.AuthSpec{SecretName: "ops-auth"},
+	}}
+	if err := e.c.Create(ctx, mc); err != nil {
+		return nil, err
+	}
+	r, err := newRing()
+	if err != nil {
+		return nil, err
+	}
+	dctx, stop := context.WithCancel(ctx)
+	defer stop()
+	if err := discover(dctx, e.cs, namespace, opsName, r); err != nil {
+		return nil, err
+	}
+	if err := converged(ctx, e.c, key, 3, r); err != nil {
+		return nil, err
+	}
+	a := access{user: "bench", pass: "first-password",
+		tls: &tls.Config{RootCAs: ca.Pool(), ServerName: testcerts.ServiceHosts(namespace, opsName)[0], MinVersion: tls.VersionTLS12}}
+	c := newClient(r, a, e.cfg.load.concurrency)
+	defer c.Close()
+
+	patch := func(obj client.Object, p string) error {
+		return e.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(p)))
+	}
+	memcached := func() client.Object {
+		return &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: opsName}}
+	}
+	steps := []struct {
+		name  string
+		size  int32
+		rolls bool // the Deployment changes
+		do    func() error
+	}{
+		{"scale 3 → 4", 4, true, func() error { return patch(memcached(), `{"spec":{"size":4}}`) }},
+		{"scale 4 → 3", 3, true, func() error { return patch(memcached(), `{"spec":{"size":3}}`) }},
+		{"image rollout (the same memcached under another image name)", 3, true, func() error {
+			return patch(memcached(), `{"spec":{"image":"`+repo.Version("LOCAL_MEMCACHED_IMAGE_MINOR")+`"}}`)
+		}},
+		{"certificate rotation (a new certificate from the same CA)", 3, true, func() error {
+			p, err := ca.IssueForService(namespace, opsName)
+			if err != nil {
+				return err
+			}
+			return e.c.Update(ctx, ca.Secret(namespace, "ops-tls", p))
+		}},
+		{"authentication-file rotation (a second user added)", 3, true, func() error {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ops-auth"}}
+			return patch(s, `{"stringData":{"authfile":"bench:first-password\nnext:second-password\n"}}`)
+		}},
+		{"operator upgrade that changes no pod setting (a new operator process of this build)", 3, false, func() error {
+			if err := e.operator.Stop(); err != nil {
+				return err
+			}
+			return e.startOperator(ctx)
+		}},
+	}
+	var out []operation
+	for round, s := range steps {
+		fmt.Fprintf(os.Stderr, "== %s\n", s.name)
+		op := operation{name: s.name, keys: e.cfg.opKeys}
+		load := e.cfg.load
+		load.keys = e.cfg.opKeys
+		if err := store(ctx, c, load, round); err != nil {
+			return out, fmt.Errorf("%s: %w", s.name, err)
+		}
+		d := &appsv1.Deployment{}
+		if err := e.c.Get(ctx, key, d); err != nil {
+			return out, err
+		}
+		generation := d.Generation
+		before, err := podsOf(ctx, e.c, mc)
+		if err != nil {
+			return out, err
+		}
+		op.pods = len(before)
+		reading := startReading(ctx, c, e.cfg.opKeys)
+		start := time.Now()
+		if err := s.do(); err != nil {
+			reading.stop()
+			return out, fmt.Errorf("%s: %w", s.name, err)
+		}
+		if s.rolls {
+			err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+				err := e.c.Get(ctx, key, d)
+				return err == nil && d.Generation > generation, nil
+			})
+		} else {
+			// Whatever the new process would change, it changes within
+			// its first reconcile: a few seconds after it is ready.
+			time.Sleep(10 * time.Second)
+		}
+		if err == nil {
+			err = converged(ctx, e.c, key, s.size, r)
+		}
+		op.took = time.Since(start)
+		reading.stop()
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", s.name, err)
+		}
+		op.reads, op.misses, op.errors, op.firstError = reading.reads.Load(), reading.misses.Load(), reading.errors.Load(), reading.first()
+		after, err := podsOf(ctx, e.c, mc)
+		if err != nil {
+			return out, err
+		}
+		op.replaced = replaced(before, after)
+		if op.kept, op.stale, err = kept(ctx, c, e.cfg.opKeys, round); err != nil {
+			return out, fmt.Errorf("%s: reading the keys: %w", s.name, err)
+		}
+		fmt.Fprintf(os.Stderr, "   kept %d of %d keys (%d stale), %d errors in %d reads, %d of %d pods replaced, %s\n",
+			op.kept, op.keys, op.stale, op.errors, op.reads, op.replaced, op.pods, op.took.Round(time.Second))
+		out = append(out, op)
+	}
+	return out, nil
+}
+
+// replaced counts the pods of before that are not among after.
+func replaced(before, after []corev1.Pod) int {
+	now := map[types.UID]bool{}
+	for _, p := range after {
+		now[p.UID] = true
+	}
+	n := 0
+	for _, p := range before {
+		if !now[p.UID] {
+			n++
+		}
+	}
+	return n
+}
+
+// kept reads every one of keys keys once and counts those found with
+// round's value, and those found with an older one.
+func kept(ctx context.Context, c *memcache.Client, keys, round int) (current, stale int, err error) {
+	var found, old atomic.Int64
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= keys || ctx.Err() != nil {
+					return
+				}
+				it, err := c.Get(keyOf(i))
+				switch {
+				case err == nil && roundOf(it.Value) == round:
+					found.Add(1)
+				case err == nil:
+					old.Add(1)
+				case errors.Is(err, memcache.ErrCacheMiss):
+				default:
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return int(found.Load()), int(old.Load()), errors.Join(<-errs, ctx.Err())
+}
+
+// reader is a client reading random keys at a steady rate while an
+// operation runs, as an application would: it counts misses and errors.
+type reader struct {
+	reads, misses, errors atomic.Int64
+	mu                    sync.Mutex
+	firstError            string
+	done                  chan struct{}
+	wg                    sync.WaitGroup
+}
+
+// readers and readInterval set the reading rate: 4 goroutines, each at
+// most one get per 2 ms (2,000 gets a second in all), load that leaves the
+// machine to the rollout.
+const (
+	readers      = 4
+	readInterval = 2 * time.Millisecond
+)
+
+func startReading(ctx context.Context, c *memcache.Client, keys int) *reader {
+	r := &reader{done: make(chan struct{})}
+	for g := range readers {
+		r.wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 2))
+			tick := time.NewTicker(readInterval)
+			defer tick.Stop()
+			for {
+				select {
+				case <-r.done:
+					return
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				_, err := c.Get(keyOf(rng.IntN(keys)))
+				r.reads.Add(1)
+				switch {
+				case err == nil:
+				case errors.Is(err, memcache.ErrCacheMiss):
+					r.misses.Add(1)
+				default:
+					r.errors.Add(1)
+					r.mu.Lock()
+					if r.firstError == "" {
+						r.firstError = err.Error()
+					}
+					r.mu.Unlock()
+				}
+			}
+		})
+	}
+	return r
+}
+
+func (r *reader) stop() {
+	close(r.done)
+	r.wg.Wait()
+}
+
+func (r *reader) first() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.firstError
+}

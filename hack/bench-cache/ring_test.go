@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+)
+
+// The hit ratio a client keeps through a scale from 3 to 4 pods depends on
+// its selector: a consistent hash moves about a quarter of the keys (to
+// the new server) and leaves the rest where they were.
+func TestRingMovesOnlyTheNewServersShare(t *testing.T) {
+	three := []string{"10.0.0.1:11211", "10.0.0.2:11211", "10.0.0.3:11211"}
+	r, err := newRing(three...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const keys = 20000
+	before := make([]string, keys)
+	for i := range before {
+		a, err := r.PickServer(key(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[i] = a.String()
+	}
+	if err := r.set(append(three, "10.0.0.4:11211")); err != nil {
+		t.Fatal(err)
+	}
+	kept := 0
+	for i := range before {
+		a, err := r.PickServer(key(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch a.String() {
+		case before[i]:
+			kept++
+		case "10.0.0.4:11211":
+		default:
+			t.Fatalf("key %d moved from %s to %s, an old server", i, before[i], a)
+		}
+	}
+	if share := float64(kept) / keys; share < 0.65 || share > 0.85 {
+		t.Fatalf("kept %.2f of the keys through 3 -> 4, want about 3/4", share)
+	}
+}
+
+func TestRingWithoutServers(t *testing.T) {
+	r, err := newRing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.PickServer(key(1)); err == nil {
+		t.Fatal("a server picked from an empty ring")
+	}
+}
+
+func key(i int) string { return fmt.Sprintf("key-%06d", i) }
+
+// A read tells the value of a round from an older one, so that a key
+// found on a pod it had moved away from is not counted as kept.
+func TestValueTellsItsRound(t *testing.T) {
+	for _, round := range []int{0, 1, 5, 123456} {
+		if got := roundOf(valueOf(round, 1024)); got != round {
+			t.Fatalf("round %d read back as %d", round, got)
+		}
+	}
+	if got := roundOf([]byte("something else")); got != -1 {
+		t.Fatalf("a foreign value read as round %d", got)
+	}
+}
