@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/example/memcached-operator/internal/testsupport/proc"
 )
 
 // workload is the fixed mix every target is driven with.
@@ -86,8 +89,11 @@ func (a access) dial(ctx context.Context, network, address string) (net.Conn, er
 type result struct {
 	ops, errors int64
 	elapsed     time.Duration
-	latency     *hdrhistogram.Histogram // microseconds
-	firstError  string
+	// cpu is the CPU seconds of the client (this process) and of every
+	// memcached process on this machine in the window.
+	clientCPU, memcachedCPU float64
+	latency                 *hdrhistogram.Histogram // microseconds
+	firstError              string
 }
 
 func (r result) opsPerSecond() float64 { return float64(r.ops) / r.elapsed.Seconds() }
@@ -193,14 +199,16 @@ func drive(ctx context.Context, c *memcache.Client, w workload) result {
 		})
 	}
 	sleep(ctx, w.warmUp)
+	client0, memcached0 := cpu()
 	measuring.Store(true)
 	begin := time.Now()
 	sleep(ctx, w.duration)
 	measuring.Store(false)
 	elapsed := time.Since(begin)
+	client1, memcached1 := cpu()
 	close(stop)
 	wg.Wait()
-	r := result{elapsed: elapsed, latency: hdrhistogram.New(1, int64(10*time.Second/time.Microsecond), 3)}
+	r := result{elapsed: elapsed, clientCPU: client1 - client0, memcachedCPU: memcached1 - memcached0, latency: hdrhistogram.New(1, int64(10*time.Second/time.Microsecond), 3)}
 	for _, p := range parts {
 		r.ops += p.ops
 		r.errors += p.errors
@@ -211,6 +219,18 @@ func drive(ctx context.Context, c *memcache.Client, w workload) result {
 	}
 	return r
 }
+
+// cpu is the CPU seconds so far of this process and of the memcached
+// processes on this machine (the host's, or the real node's containers').
+func cpu() (client, memcached float64) {
+	for _, pid := range proc.Named("memcached") {
+		memcached += proc.CPUSeconds(pid)
+	}
+	return proc.CPUSeconds(os.Getpid()), memcached
+}
+
+// cpuPerOp is CPU seconds spread over r's operations, in µs.
+func (r result) cpuPerOp(seconds float64) float64 { return seconds * 1e6 / float64(r.ops) }
 
 func sleep(ctx context.Context, d time.Duration) {
 	select {

@@ -36,16 +36,17 @@ func render(e *env, rows []measured, ops []operation) string {
 				break
 			}
 		}
-		b.WriteString("| target | ops/s | vs (a) | p50 | vs (a) | p99 | vs (a) | errors |\n|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| target | ops/s | vs (a) | p50 | vs (a) | p99 | vs (a) | errors | CPU µs per op: client, memcached |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range rows {
 			note := ""
 			if r.scrape {
 				note = fmt.Sprintf(" (scraped %d times, every %s)", r.scrapes, scrapeInterval)
 			}
-			fmt.Fprintf(&b, "| %s%s | %.0f | %s | %s | %s | %s | %s | %d |\n", r.name, note,
+			fmt.Fprintf(&b, "| %s%s | %.0f | %s | %s | %s | %s | %s | %d | %.1f, %.1f |\n", r.name, note,
 				r.opsPerSecond(), ratio(r.opsPerSecond(), limit.opsPerSecond()),
 				micro(r.percentile(50)), ratio(float64(r.percentile(50)), float64(limit.percentile(50))),
-				micro(r.percentile(99)), ratio(float64(r.percentile(99)), float64(limit.percentile(99))), r.errors)
+				micro(r.percentile(99)), ratio(float64(r.percentile(99)), float64(limit.percentile(99))), r.errors,
+				r.cpuPerOp(r.clientCPU), r.cpuPerOp(r.memcachedCPU))
 		}
 		for _, r := range rows {
 			if r.errors > 0 {

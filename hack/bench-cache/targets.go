@@ -167,7 +167,8 @@ func (e *env) throughput(ctx context.Context) ([]measured, error) {
 		if err != nil {
 			return rows, fmt.Errorf("%s: %w", t.name, err)
 		}
-		fmt.Fprintf(os.Stderr, "   %.0f ops/s, p50 %s, p99 %s, %d errors\n", m.opsPerSecond(), m.percentile(50), m.percentile(99), m.errors)
+		fmt.Fprintf(os.Stderr, "   %.0f ops/s, p50 %s, p99 %s, %d errors; CPU per op: client %.1f µs, memcached %.1f µs\n",
+			m.opsPerSecond(), m.percentile(50), m.percentile(99), m.errors, m.cpuPerOp(m.clientCPU), m.cpuPerOp(m.memcachedCPU))
 		rows = append(rows, m)
 	}
 	return rows, nil

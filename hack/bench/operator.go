@@ -14,6 +14,7 @@ import (
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/example/memcached-operator/internal/testsupport/hostoperator"
+	"github.com/example/memcached-operator/internal/testsupport/proc"
 	"github.com/example/memcached-operator/internal/testsupport/repo"
 	"github.com/example/memcached-operator/pkg/desired"
 )
@@ -88,7 +89,7 @@ func containerMemoryLimit() (int64, error) {
 }
 
 // cpuSeconds is the operator's user and system CPU time so far.
-func (o *operatorProcess) cpuSeconds() float64 { return cpuSeconds(o.Pid()) }
+func (o *operatorProcess) cpuSeconds() float64 { return proc.CPUSeconds(o.Pid()) }
 
 // rss is the operator's resident set size now, in KiB (VmRSS).
 func (o *operatorProcess) rss() int64 { return o.status("VmRSS:") }
@@ -156,7 +157,7 @@ type processes map[string]int
 func (ps processes) cpu() map[string]float64 {
 	out := map[string]float64{}
 	for name, pid := range ps {
-		out[name] = cpuSeconds(pid)
+		out[name] = proc.CPUSeconds(pid)
 	}
 	return out
 }
@@ -168,17 +169,4 @@ func since(now, before map[string]float64) map[string]float64 {
 		out[name] = v - before[name]
 	}
 	return out
-}
-
-// cpuSeconds is a process's user and system CPU time so far.
-func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	stat := string(b)
-	f := strings.Fields(stat[strings.LastIndexByte(stat, ')')+2:])
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	return (utime + stime) / 100 // USER_HZ
 }
