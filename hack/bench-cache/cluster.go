@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -155,6 +156,8 @@ func deleteAndWait(ctx context.Context, c client.Client, m *cachev1alpha1.Memcac
 type hostMemcached struct {
 	cmd  *exec.Cmd
 	addr string
+	// cgroup is the CPU cgroup it runs in ("" when none was made).
+	cgroup string
 }
 
 func startHostMemcached(ctx context.Context) (*hostMemcached, error) {
@@ -173,6 +176,10 @@ func startHostMemcached(ctx context.Context) (*hostMemcached, error) {
 		return nil, fmt.Errorf("memcached on the host (make node-packages installs it): %w", err)
 	}
 	h := &hostMemcached{cmd: cmd, addr: addr}
+	if h.cgroup, err = sameShareAsPods(cmd.Process.Pid); err != nil {
+		h.stop()
+		return nil, err
+	}
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
@@ -190,4 +197,35 @@ func startHostMemcached(ctx context.Context) (*hostMemcached, error) {
 func (h *hostMemcached) stop() {
 	_ = h.cmd.Process.Kill()
 	_ = h.cmd.Wait()
+	if h.cgroup != "" {
+		_ = os.Remove(h.cgroup)
+	}
+}
+
+// cpuRoot is the cgroup v1 CPU hierarchy, where the kubelet puts every pod
+// under kubepods.
+const cpuRoot = "/sys/fs/cgroup/cpu"
+
+// sameShareAsPods moves pid into a CPU cgroup of its own beside the
+// kubelet's kubepods, with the same cpu.shares: the scheduler then weighs
+// memcached on the host against the client as it weighs the pods' (all
+// of which are in kubepods) against it. Without that, the pods' memcached
+// would be one group of 2048 shares against each of the client's threads
+// at 1024, and the host's one thread among equals: a difference of the
+// run's setup, not of the pods. It returns the cgroup, or "" where there
+// is no cgroup v1 kubepods to copy (then nothing is moved, and the report
+// says so).
+func sameShareAsPods(pid int) (string, error) {
+	shares, err := os.ReadFile(filepath.Join(cpuRoot, "kubepods", "cpu.shares"))
+	if err != nil {
+		return "", nil
+	}
+	dir := filepath.Join(cpuRoot, "bench-cache-memcached")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cpu.shares"), shares, 0o644); err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
 }

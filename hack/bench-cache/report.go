@@ -49,6 +49,9 @@ func render(e *env, rows []measured, ops []operation) string {
 				r.cpuPerOp(r.clientCPU), r.cpuPerOp(r.memcachedCPU))
 		}
 		for _, r := range rows {
+			if r.host && r.cgroup == "" {
+				fmt.Fprintf(&b, "\n%s ran without a CPU cgroup like the pods' (no cgroup v1 kubepods here): it competed with the client as one thread among equals, the pods as one group.\n", r.name)
+			}
 			if r.errors > 0 {
 				fmt.Fprintf(&b, "\n%s: first error: %s\n", r.name, r.firstError)
 			}

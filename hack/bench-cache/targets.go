@@ -59,6 +59,8 @@ type measured struct {
 	result
 	host    bool
 	scrapes int
+	// cgroup is the CPU cgroup memcached on the host ran in, if any.
+	cgroup string
 }
 
 func run(ctx context.Context, cfg config) (string, error) {
@@ -188,7 +190,7 @@ func (e *env) measure(ctx context.Context, t target) (measured, error) {
 			return m, err
 		}
 		defer h.stop()
-		m.host = true
+		m.host, m.cgroup = true, h.cgroup
 		if err := r.set([]string{h.addr}); err != nil {
 			return m, err
 		}
