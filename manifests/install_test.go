@@ -111,8 +111,8 @@ func install(t *testing.T, overlay string) {
 	if err != nil {
 		t.Fatalf("applying the bundle: %v\n%s", err, out)
 	}
-	if out, err := kubectl(t, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/memcacheds.cache.example.com"); err != nil {
-		t.Fatalf("waiting for the CRD: %v\n%s", err, out)
+	if err := repo.WaitForCRDs(context.Background(), cluster.Kubeconfig, "crd/memcacheds.cache.example.com"); err != nil {
+		t.Fatalf("waiting for the CRD: %v", err)
 	}
 }
 

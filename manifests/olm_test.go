@@ -36,8 +36,8 @@ func TestBundleRunsTheOperatorInATargetNamespace(t *testing.T) {
 	if out, err := kubectl(t, nil, "apply", "--server-side", "--field-manager=olm-test", "-f", crd); err != nil {
 		t.Fatalf("applying the bundle's CRD: %v\n%s", err, out)
 	}
-	if out, err := kubectl(t, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/memcacheds.cache.example.com"); err != nil {
-		t.Fatalf("waiting for the CRD: %v\n%s", err, out)
+	if err := repo.WaitForCRDs(context.Background(), cluster.Kubeconfig, "crd/memcacheds.cache.example.com"); err != nil {
+		t.Fatalf("waiting for the CRD: %v", err)
 	}
 
 	operatorNS := testenv.Namespace(t, k8s)

@@ -42,8 +42,8 @@ func replaceCRDWithTutorials(t *testing.T) {
 	if out, err := kubectl(t, tutorial.CRD, "apply", "-f", "-"); err != nil {
 		t.Fatalf("applying the tutorial's CRD: %v\n%s", err, out)
 	}
-	if out, err := kubectl(t, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/memcacheds.cache.example.com"); err != nil {
-		t.Fatalf("waiting for the CRD: %v\n%s", err, out)
+	if err := repo.WaitForCRDs(context.Background(), cluster.Kubeconfig, "crd/memcacheds.cache.example.com"); err != nil {
+		t.Fatalf("waiting for the CRD: %v", err)
 	}
 	// Discovery serves a new CRD a moment after it is Established.
 	NewWithT(t).Eventually(func() error {

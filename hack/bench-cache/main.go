@@ -23,6 +23,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/example/memcached-operator/internal/testsupport/repo"
 )
 
 type config struct {
@@ -54,7 +56,7 @@ func main() {
 	if report != "" {
 		fmt.Println(report)
 		if c.out != "" {
-			if werr := writeReport(c.out, report); werr != nil {
+			if werr := repo.WriteGenerated(c.out, "hack/bench-cache", report); werr != nil {
 				fmt.Fprintln(os.Stderr, "bench-cache:", werr)
 			}
 		}

@@ -106,8 +106,8 @@ func (e *env) setUp(ctx context.Context) error {
 	if out, err := repo.Kubectl(ctx, e.cluster.Kubeconfig, nil, "apply", "--server-side", "-f", repo.Path("manifests", "crd", "bases")); err != nil {
 		return fmt.Errorf("installing the CRD: %w: %s", err, out)
 	}
-	if out, err := repo.Kubectl(ctx, e.cluster.Kubeconfig, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"); err != nil {
-		return fmt.Errorf("waiting for the CRD: %w: %s", err, out)
+	if err := repo.WaitForCRDs(ctx, e.cluster.Kubeconfig, "crd", "--all"); err != nil {
+		return fmt.Errorf("waiting for the CRD: %w", err)
 	}
 	if err := e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		return err

@@ -25,6 +25,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/example/memcached-operator/internal/testsupport/repo"
 	"github.com/example/memcached-operator/pkg/golimit"
 )
 
@@ -117,7 +118,7 @@ func main() {
 	}
 	fmt.Print(report.String())
 	if cfg.out != "" {
-		if err := writeReport(cfg.out, report.String()); err != nil {
+		if err := repo.WriteGenerated(cfg.out, "hack/bench", report.String()); err != nil {
 			fail(err)
 		}
 	}

@@ -228,8 +228,8 @@ func (r *run) installCRDs(ctx context.Context) error {
 	if out, err := repo.Kubectl(ctx, r.cluster.Kubeconfig, nil, crds...); err != nil {
 		return fmt.Errorf("installing the CRDs: %w: %s", err, out)
 	}
-	if out, err := repo.Kubectl(ctx, r.cluster.Kubeconfig, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"); err != nil {
-		return fmt.Errorf("waiting for the CRDs: %w: %s", err, out)
+	if err := repo.WaitForCRDs(ctx, r.cluster.Kubeconfig, "crd", "--all"); err != nil {
+		return fmt.Errorf("waiting for the CRDs: %w", err)
 	}
 	return nil
 }
