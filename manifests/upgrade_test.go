@@ -5,6 +5,7 @@ package manifests_test
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,13 +49,7 @@ func TestUpgradeRollsNoPodWhoseGoldenFileIsUnchanged(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "starting the operator of %s", from)
 	t.Cleanup(func() { _ = p.Stop() })
 
-	names := slices.Sorted(func(yield func(string) bool) {
-		for name := range golden.Specs() {
-			if !yield(name) {
-				return
-			}
-		}
-	})
+	names := slices.Sorted(maps.Keys(golden.Specs()))
 	before := map[string]*appsv1.Deployment{}
 	for _, name := range names {
 		ns := "upgrade-" + name
