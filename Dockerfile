@@ -1,4 +1,6 @@
-# Builds the operator image: a static binary on a distroless, non-root base.
+# Builds the operator image: static binaries on a distroless, non-root base.
+# /manager is the operator; /reloader runs beside memcached in the pods of a
+# Memcached with TLS or authentication (cmd/reloader).
 FROM golang:1.26 AS builder
 WORKDIR /workspace
 # Modules first, so that this layer is cached across source changes.
@@ -8,10 +10,11 @@ COPY api/ api/
 COPY applyconfig/ applyconfig/
 COPY cmd/ cmd/
 COPY pkg/ pkg/
-RUN CGO_ENABLED=0 go build -trimpath -o manager ./cmd
+RUN CGO_ENABLED=0 go build -trimpath -o manager ./cmd && \
+    CGO_ENABLED=0 go build -trimpath -o reloader ./cmd/reloader
 
 FROM gcr.io/distroless/static:nonroot
 WORKDIR /
-COPY --from=builder /workspace/manager .
+COPY --from=builder /workspace/manager /workspace/reloader ./
 USER 65532:65532
 ENTRYPOINT ["/manager"]

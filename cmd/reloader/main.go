@@ -1,0 +1,68 @@
+// Command reloader runs beside memcached in a Memcached's pod and has it
+// load the certificate and authentication file the kubelet places there
+// when their Secrets change, without a restart (package reload).
+//
+// It makes no request to the apiserver and reads only the files memcached
+// reads. When a reload is not confirmed in time it writes why to its
+// termination message and exits with code 3: the operator, which watches
+// the pods, then restarts them one at a time instead.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/example/memcached-operator/pkg/reload"
+)
+
+// exitReloadFailed is the exit code of a reload not confirmed in time;
+// reload.FailedExitCode in the operator's terms.
+const exitReloadFailed = reload.FailedExitCode
+
+func main() {
+	var (
+		c              reload.Config
+		terminationLog string
+	)
+	flag.StringVar(&c.Address, "memcached-address", "localhost:11211", "memcached's address in the pod.")
+	flag.StringVar(&c.TLSDir, "tls-dir", "", "Directory of memcached's tls.crt, tls.key and ca.crt; empty: no TLS.")
+	flag.BoolVar(&c.ClientCertificate, "client-certificate", false, "Present tls.crt and tls.key as a client certificate (memcached verifies clients).")
+	flag.StringVar(&c.AuthFile, "auth-file", "", "memcached's authentication file; empty: none.")
+	flag.DurationVar(&c.Interval, "interval", time.Second, "How often the mounted files are read.")
+	flag.DurationVar(&c.Timeout, "timeout", 30*time.Second, "How long a reload may take to be confirmed.")
+	flag.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "Where a failed reload is written before exiting.")
+	flag.Parse()
+
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	c.Log = log
+	r, err := reload.New(c)
+	if err != nil {
+		log.Error("cannot start", "error", err.Error())
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	log.Info("following the mounted files", "tlsDir", c.TLSDir, "authFile", c.AuthFile, "interval", c.Interval.String(), "timeout", c.Timeout.String())
+	err = r.Run(ctx)
+	if err == nil {
+		return
+	}
+	log.Error("reload failed", "error", err.Error())
+	var f *reload.Failure
+	if errors.As(err, &f) {
+		if werr := os.WriteFile(terminationLog, []byte(fmt.Sprintf("%.1000s", err.Error())), 0o644); werr != nil {
+			log.Error("cannot write the termination message", "error", werr.Error())
+		}
+		stop()
+		os.Exit(exitReloadFailed)
+	}
+	stop()
+	os.Exit(1)
+}
