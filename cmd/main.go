@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"flag"
 	"fmt"
@@ -13,10 +14,15 @@ import (
 	"time"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
+	"github.com/go-logr/logr"
 	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -39,6 +45,7 @@ func main() {
 		leaderElectionNamespace string
 		defaultImage            string
 		exporterImage           string
+		reloaderImage           string
 		maxConcurrentReconciles int
 		syncPeriod              time.Duration
 		qps                     float64
@@ -57,6 +64,7 @@ func main() {
 	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
 	flag.StringVar(&defaultImage, "memcached-image", envImage, "Memcached image for Memcacheds without spec.image (default: $MEMCACHED_IMAGE, else "+desired.DefaultImage+").")
 	flag.StringVar(&exporterImage, "exporter-image", envExporterImage, "Prometheus memcached exporter image of Memcacheds with spec.monitoring enabled (default: $EXPORTER_IMAGE, else "+desired.DefaultExporterImage+").")
+	flag.StringVar(&reloaderImage, "reloader-image", os.Getenv("RELOADER_IMAGE"), "Image of the reloader that pods with TLS or authentication run to load new Secret content without a restart (default: $RELOADER_IMAGE, else the operator's own image when it runs in a pod that sets POD_NAME and POD_NAMESPACE; none: new content restarts the pods).")
 	flag.IntVar(&maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Number of Memcacheds reconciled at once.")
 	flag.DurationVar(&syncPeriod, "sync-period", 10*time.Hour, "Interval at which every cached object is reconciled again.")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "Requests per second the operator may send to the apiserver, sustained.")
@@ -107,6 +115,9 @@ func main() {
 
 	restConfig := ctrl.GetConfigOrDie()
 	restConfig.QPS, restConfig.Burst = float32(qps), burst
+	if reloaderImage == "" {
+		reloaderImage = ownImage(restConfig, os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"), log)
+	}
 	mgr, err := operator.New(restConfig, operator.Options{
 		Manager: ctrl.Options{
 			Metrics:                 metricsOpts,
@@ -116,7 +127,7 @@ func main() {
 			LeaderElectionNamespace: leaderElectionNamespace,
 		},
 		Controller: memcached.Options{
-			Images:                  desired.Images{Memcached: defaultImage, Exporter: exporterImage},
+			Images:                  desired.Images{Memcached: defaultImage, Exporter: exporterImage, Reloader: reloaderImage},
 			WatchNamespaces:         namespaces,
 			MaxConcurrentReconciles: maxConcurrentReconciles,
 			SyncPeriod:              syncPeriod,
@@ -128,7 +139,7 @@ func main() {
 		os.Exit(1)
 	}
 
-	log.Info("Starting the manager", "defaultImage", defaultImage, "exporterImage", exporterImage, "maxConcurrentReconciles", maxConcurrentReconciles, "leaderElect", leaderElect, "watchNamespaces", namespaces)
+	log.Info("Starting the manager", "defaultImage", defaultImage, "exporterImage", exporterImage, "reloaderImage", reloaderImage, "maxConcurrentReconciles", maxConcurrentReconciles, "leaderElect", leaderElect, "watchNamespaces", namespaces)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "The manager stopped with an error")
 		os.Exit(1)
@@ -174,4 +185,34 @@ func splitList(list string) []string {
 		}
 	}
 	return out
+}
+
+// managerContainer is the operator's container in its pod (manifests/manager).
+const managerContainer = "manager"
+
+// ownImage is the image of the operator's own container, which holds the
+// reloader, read once from its pod (namespace, name: the downward API's);
+// empty, and said why, when it cannot be. Then pods restart on new Secret
+// content, as they did before the reloader.
+func ownImage(cfg *rest.Config, namespace, name string, log logr.Logger) string {
+	if namespace == "" || name == "" {
+		log.Info("No reloader image: neither --reloader-image nor POD_NAME and POD_NAMESPACE are set; new Secret content will restart the pods")
+		return ""
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var pod *corev1.Pod
+		if pod, err = cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			for _, c := range pod.Spec.Containers {
+				if c.Name == managerContainer {
+					return c.Image
+				}
+			}
+			err = fmt.Errorf("pod %s/%s has no container %s", namespace, name, managerContainer)
+		}
+	}
+	log.Error(err, "Cannot read the operator's own image for the reloader; set --reloader-image. New Secret content will restart the pods")
+	return ""
 }

@@ -18,7 +18,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -273,18 +275,18 @@ func (p *probe) sampled(t *testing.T, n int) {
 	}).WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(BeNumerically(">=", n), "the probe samples")
 }
 
-// A certificate re-issued into the same Secret, then a new password, roll
-// the pods one at a time: a client with the cluster's CA that knows the
-// old and the new password finds never fewer than size ready pods, each
-// answering, from before the first change until after the second;
-// afterwards every pod presents the new certificate and takes the new
-// password only.
+// A certificate re-issued into the same Secret, then a new password, are
+// loaded in place: no pod restarts, every key stored before is still there,
+// and a client with the cluster's CA that knows the old and the new password
+// finds never fewer than size ready pods, each answering, from before the
+// first change until after the second; afterwards every pod presents the
+// new certificate and takes the new password only.
 func TestSecretRotationKeepsServing(t *testing.T) {
 	var ns string
 	var ca *testcerts.CA
-	const size = 2
+	const size, keys = 2, 200
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "rotated"} }
-	f := features.New("rotating the certificate and the password keeps the cache serving").WithLabel("needs", "containers").
+	f := features.New("rotating the certificate and the password keeps the cache and its keys").WithLabel("needs", "containers").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			c := kube(t, cfg)
 			ns = namespace(t, cfg, "rotation")
@@ -296,33 +298,20 @@ func TestSecretRotationKeepsServing(t *testing.T) {
 			runningMemcached(t, cfg, key(), spec)
 			return ctx
 		}).
-		Assess("every ready pod answers throughout; then the new material only", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("every ready pod answers throughout, no pod restarts, every key stays; then the new material only", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, c := NewWithT(t), kube(t, cfg)
 			tlsConf := clientTLS(ca, key(), nil)
+			before := podStarts(ctx, t, c, key())
+			g.Expect(before).To(HaveLen(size))
+			addrs, err := readyPodAddresses(ctx, c, key())
+			g.Expect(err).NotTo(HaveOccurred())
+			stored := storeKeys(t, addrs, session{tls: tlsConf, user: "app", password: "first"}, keys)
+
 			p := &probe{passwords: []string{"first"}}
 			probeCtx, stop := context.WithCancel(ctx)
 			done := make(chan struct{})
 			go func() { defer close(done); p.run(probeCtx, c, key(), tlsConf) }()
 			p.sampled(t, 20) // before the first change
-
-			rolled := func(annotation, before string) string {
-				t.Helper()
-				var after string
-				g.Eventually(func(g Gomega) {
-					_, d := converged(t, c, key(), size)
-					after = d.Spec.Template.Annotations[annotation]
-					g.Expect(after).NotTo(Equal(before))
-					pods := &corev1.PodList{}
-					g.Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(desired.SelectorLabels(mustGet(t, c, key()))))).To(Succeed())
-					g.Expect(pods.Items).To(HaveLen(size), "old pods gone")
-					for _, pod := range pods.Items {
-						g.Expect(pod.Annotations).To(HaveKeyWithValue(annotation, after))
-					}
-				}).WithTimeout(2 * timeout).WithPolling(time.Second).Should(Succeed())
-				return after
-			}
-			_, d := converged(t, c, key(), size)
-			tlsDigest, authDigest := d.Spec.Template.Annotations[desired.AnnotationTLSDigest], d.Spec.Template.Annotations[desired.AnnotationAuthDigest]
 
 			// The certificate is re-issued into the same Secret.
 			start := time.Now()
@@ -332,8 +321,20 @@ func TestSecretRotationKeepsServing(t *testing.T) {
 			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rotated-tls"}, secret)).To(Succeed())
 			secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey] = renewed.Cert, renewed.Key
 			g.Expect(c.Update(ctx, secret)).To(Succeed())
-			rolled(desired.AnnotationTLSDigest, tlsDigest)
-			t.Logf("certificate rotation rolled %d pods in %s", size, time.Since(start).Round(time.Second))
+			renewedLeaf, err := tls.X509KeyPair(renewed.Cert, renewed.Key)
+			g.Expect(err).NotTo(HaveOccurred())
+			// The kubelet places the new files on its next sync of each pod
+			// (up to about a minute), then the reloader has memcached load them.
+			g.Eventually(func(g Gomega) {
+				for _, addr := range addrs {
+					conn, err := tls.Dial("tcp", addr, tlsConf)
+					g.Expect(err).NotTo(HaveOccurred())
+					presented := conn.ConnectionState().PeerCertificates[0].Raw
+					_ = conn.Close()
+					g.Expect(presented).To(Equal(renewedLeaf.Certificate[0]), "%s presents the new certificate", addr)
+				}
+			}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+			t.Logf("certificate rotation: every pod serves the new certificate %s after the Secret's update", time.Since(start).Round(time.Second))
 
 			// The password changes; clients learn the new one.
 			start = time.Now()
@@ -342,8 +343,13 @@ func TestSecretRotationKeepsServing(t *testing.T) {
 			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rotated-users"}, users)).To(Succeed())
 			users.Data["authfile"] = authFile("app", "second")
 			g.Expect(c.Update(ctx, users)).To(Succeed())
-			rolled(desired.AnnotationAuthDigest, authDigest)
-			t.Logf("password rotation rolled %d pods in %s", size, time.Since(start).Round(time.Second))
+			g.Eventually(func(g Gomega) {
+				for _, addr := range addrs {
+					out, _ := session{tls: tlsConf, user: "app", password: "second"}.run(addr, "version")
+					g.Expect(out).To(HavePrefix("STORED\r\nVERSION "), "%s takes the new password", addr)
+				}
+			}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+			t.Logf("password rotation: every pod takes the new password %s after the Secret's update", time.Since(start).Round(time.Second))
 			p.sampled(t, 20) // after the last change
 			stop()
 			<-done
@@ -359,26 +365,133 @@ func TestSecretRotationKeepsServing(t *testing.T) {
 			t.Logf("%d samples, %d to %d ready pods answering", len(samples), lowest, highest)
 			g.Expect(lowest).To(BeNumerically(">=", size), "never fewer than size pods serving; failures: %v", errs)
 
-			// Afterwards: the new certificate on every pod, the new password
-			// only.
-			renewedLeaf, err := tls.X509KeyPair(renewed.Cert, renewed.Key)
-			g.Expect(err).NotTo(HaveOccurred())
-			addrs, err := readyPodAddresses(ctx, c, key())
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(addrs).To(HaveLen(size))
+			// The same pods, not restarted, with every key; the old password
+			// refused.
+			g.Expect(podStarts(ctx, t, c, key())).To(Equal(before), "no pod replaced or restarted")
+			kept := stored(session{tls: tlsConf, user: "app", password: "second"})
+			t.Logf("%d of %d keys kept through both rotations", kept, keys)
+			g.Expect(kept).To(Equal(keys), "every key kept")
 			for _, addr := range addrs {
-				conn, err := tls.Dial("tcp", addr, tlsConf)
-				g.Expect(err).NotTo(HaveOccurred())
-				presented := conn.ConnectionState().PeerCertificates[0].Raw
-				_ = conn.Close()
-				g.Expect(presented).To(Equal(renewedLeaf.Certificate[0]), "%s presents the new certificate", addr)
-				out, err := session{tls: tlsConf, user: "app", password: "second"}.run(addr, "version")
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(out).To(HavePrefix("STORED\r\nVERSION "))
-				out, _ = session{tls: tlsConf, user: "app", password: "first"}.run(addr, "version")
+				out, _ := session{tls: tlsConf, user: "app", password: "first"}.run(addr, "version")
 				g.Expect(out).To(HavePrefix("CLIENT_ERROR "), "the old password is refused")
 				g.Expect(out).NotTo(ContainSubstring("VERSION"))
 			}
+			d := &appsv1.Deployment{}
+			g.Expect(c.Get(ctx, key(), d)).To(Succeed())
+			g.Expect(d.Spec.Template.Annotations).NotTo(HaveKey(desired.AnnotationRestartedFor), "no restart asked for")
+			return ctx
+		}).
+		Feature()
+	testenv.Test(t, f)
+}
+
+// podStarts are the Memcached's pods by name, each with its UID and how
+// often each of its containers restarted: what changes when a pod is
+// replaced or a container restarts.
+func podStarts(ctx context.Context, t *testing.T, c client.Client, key client.ObjectKey) map[string]string {
+	t.Helper()
+	pods := &corev1.PodList{}
+	NewWithT(t).Expect(c.List(ctx, pods, client.InNamespace(key.Namespace), client.MatchingLabels(desired.SelectorLabels(mustGet(t, c, key))))).To(Succeed())
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		v := string(p.UID)
+		for _, st := range p.Status.ContainerStatuses {
+			v += fmt.Sprintf(" %s:%d", st.Name, st.RestartCount)
+		}
+		out[p.Name] = v
+	}
+	return out
+}
+
+// storeKeys stores n keys, spread over addrs, and returns how many of them
+// a later session reads back with their value.
+func storeKeys(t *testing.T, addrs []string, s session, n int) func(session) int {
+	t.Helper()
+	for i := range n {
+		k := fmt.Sprintf("key-%d", i)
+		out, err := s.run(addrs[i%len(addrs)], "set "+k+" 0 0 "+strconv.Itoa(len(k)), k)
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		NewWithT(t).Expect(out).To(HaveSuffix("STORED\r\n"), k)
+	}
+	return func(s session) int {
+		kept := 0
+		for i := range n {
+			k := fmt.Sprintf("key-%d", i)
+			out, err := s.run(addrs[i%len(addrs)], "get "+k)
+			if err == nil && strings.Contains(out, "VALUE "+k+" 0 "+strconv.Itoa(len(k))+"\r\n"+k+"\r\n") {
+				kept++
+			}
+		}
+		return kept
+	}
+}
+
+// When a pod cannot load new content in place, the operator restarts the
+// pods, one at a time, to mount it, and says so: here memcached verifies
+// clients, and the Secret's new certificate is of a CA its ca.crt does not
+// hold, so the reloader's own connection with it is refused.
+func TestAFailedReloadRestartsThePods(t *testing.T) {
+	var ns string
+	const size = 2
+	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "unreloadable"} }
+	f := features.New("a reload that cannot be confirmed restarts the pods").WithLabel("needs", "containers").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			ns = namespace(t, cfg, "reload-fails")
+			tlsSecret(ctx, t, kube(t, cfg), key())
+			spec := onRealNode(size)
+			spec.TLS = &cachev1alpha1.TLSSpec{SecretName: "unreloadable-tls", ClientCertificates: cachev1alpha1.ClientCertificatesRequire}
+			runningMemcached(t, cfg, key(), spec)
+			return ctx
+		}).
+		Assess("the pods restart with the new content, with an event and a reason", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			before := podStarts(ctx, t, c, key())
+			other, err := testcerts.NewCA("other-ca")
+			g.Expect(err).NotTo(HaveOccurred())
+			foreign, err := other.IssueForService(ns, key().Name)
+			g.Expect(err).NotTo(HaveOccurred())
+			secret := &corev1.Secret{}
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "unreloadable-tls"}, secret)).To(Succeed())
+			secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey] = foreign.Cert, foreign.Key
+			g.Expect(c.Update(ctx, secret)).To(Succeed())
+			start := time.Now()
+
+			g.Eventually(func(g Gomega) {
+				d := &appsv1.Deployment{}
+				g.Expect(c.Get(ctx, key(), d)).To(Succeed())
+				g.Expect(d.Spec.Template.Annotations).To(HaveKey(desired.AnnotationRestartedFor))
+			}).WithTimeout(4*time.Minute).WithPolling(time.Second).Should(Succeed(), "the operator restarts the pods")
+			t.Logf("restart asked for %s after the Secret's update", time.Since(start).Round(time.Second))
+			events(t, cfg, key(), cachev1alpha1.ReasonReloadFailed)
+			list := &eventsv1.EventList{}
+			g.Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			for _, e := range list.Items {
+				if e.Reason == cachev1alpha1.ReasonReloadFailed {
+					t.Logf("event: %s", e.Note)
+					g.Expect(e.Note).To(ContainSubstring("could not load the new Secret content in place"))
+					g.Expect(e.Note).To(ContainSubstring("memcached did not load the new certificate"))
+				}
+			}
+
+			// Every pod replaced, the new certificate served.
+			foreignLeaf, err := tls.X509KeyPair(foreign.Cert, foreign.Key)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Eventually(func(g Gomega) {
+				converged(t, c, key(), size)
+				now := podStarts(ctx, t, c, key())
+				g.Expect(now).To(HaveLen(size))
+				for name := range now {
+					g.Expect(before).NotTo(HaveKey(name), "pod %s replaced", name)
+				}
+				addrs, err := readyPodAddresses(ctx, c, key())
+				g.Expect(err).NotTo(HaveOccurred())
+				for _, addr := range addrs {
+					conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // reads the served certificate
+					g.Expect(err).NotTo(HaveOccurred(), "a TLS 1.3 handshake completes before memcached asks for the client certificate")
+					g.Expect(conn.ConnectionState().PeerCertificates[0].Raw).To(Equal(foreignLeaf.Certificate[0]), addr)
+					_ = conn.Close()
+				}
+			}).WithTimeout(2 * timeout).WithPolling(time.Second).Should(Succeed())
 			return ctx
 		}).
 		Feature()

@@ -227,7 +227,7 @@ distroless_standin() {
 }
 
 operator() {
-  local name=memcached-operator:e2e h
+  local name="${LOCAL_OPERATOR_IMAGE}" h
   # The inputs of the Dockerfile: what it copies, and the Go toolchain the
   # stand-in builder carries.
   h="$(cd "${ROOT}" && hash_of Dockerfile go.mod go.sum $(git ls-files -co --exclude-standard api applyconfig cmd pkg | sort) <(go version))"

@@ -32,7 +32,8 @@ real_node=0
 if [[ -z "${KUBECONFIG_WAS_SET:-}" && "${REAL_NODE:-0}" == 1 ]]; then
   real_node=1
   # The real node pulls nothing: memcached runs from the image hack/images.sh made.
-  flags+=(--memcached-image="${LOCAL_MEMCACHED_IMAGE}" --exporter-image="${LOCAL_EXPORTER_IMAGE}")
+  flags+=(--memcached-image="${LOCAL_MEMCACHED_IMAGE}" --exporter-image="${LOCAL_EXPORTER_IMAGE}"
+    --reloader-image="${LOCAL_OPERATOR_IMAGE}")
 fi
 if [[ -t 1 ]]; then
   # A person reads this: one line per record, not JSON (the container keeps JSON).

@@ -114,4 +114,8 @@ const (
 	ReasonPodsForbidden = "PodsForbidden"
 	// ReasonAsExpected: nothing is wrong.
 	ReasonAsExpected = "AsExpected"
+	// ReasonReloadFailed (Progressing True): a pod could not load new
+	// content of its Secrets in place, and the pods restart one at a time
+	// to mount it.
+	ReasonReloadFailed = "ReloadFailed"
 )

@@ -121,7 +121,8 @@ func (e *env) startOperator(context.Context) error {
 	e.operator, err = hostoperator.Start(hostoperator.Options{
 		Kubeconfig: e.cluster.Kubeconfig,
 		Args: []string{"--memcached-image", repo.Version("LOCAL_MEMCACHED_IMAGE"),
-			"--exporter-image", repo.Version("LOCAL_EXPORTER_IMAGE"), "--zap-log-level=error"},
+			"--exporter-image", repo.Version("LOCAL_EXPORTER_IMAGE"),
+			"--reloader-image", repo.Version("LOCAL_OPERATOR_IMAGE"), "--zap-log-level=error"},
 	})
 	return err
 }

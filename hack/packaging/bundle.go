@@ -44,6 +44,8 @@ var bundleObjects = map[string]string{
 	"ClusterRoleBinding/manager":                            "binding",
 	"Role/leader-election":                                  "permissions",
 	"RoleBinding/leader-election":                           "binding",
+	"Role/own-image":                                        "permissions",
+	"RoleBinding/own-image":                                 "binding",
 	"ClusterRole/metrics-auth":                              "clusterPermissions",
 	"ClusterRoleBinding/metrics-auth":                       "binding",
 	"ClusterRole/memcached-editor":                          "manifest",

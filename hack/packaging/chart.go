@@ -39,6 +39,8 @@ var conditions = map[string]string{
 	"ClusterRoleBinding/manager":                            "not $.Values.watchNamespaces",
 	"Role/leader-election":                                  "$.Values.leaderElection.enabled",
 	"RoleBinding/leader-election":                           "$.Values.leaderElection.enabled",
+	"Role/own-image":                                        "",
+	"RoleBinding/own-image":                                 "",
 	"ClusterRole/memcached-editor":                          "",
 	"ClusterRole/memcached-viewer":                          "",
 	"ClusterRole/metrics-auth":                              "and $.Values.metrics.enabled $.Values.metrics.secure",

@@ -96,11 +96,24 @@ const (
 	// the pod's fsGroup, and no one else.
 	secretFileMode int32 = 0o440
 
-	// AnnotationTLSDigest and AnnotationAuthDigest, on the pod template,
-	// are digests of the Secret content the pods mount: new content is a
-	// new template, which rolls the pods.
+	// AnnotationTLSDigest and AnnotationAuthDigest, on the pod template of
+	// an operator that runs no reloader (Images.Reloader empty), are
+	// digests of the Secret content the pods mount: new content is a new
+	// template, which rolls the pods.
 	AnnotationTLSDigest  = "cache.example.com/tls-digest"
 	AnnotationAuthDigest = "cache.example.com/auth-digest"
+	// AnnotationRestartedFor, on the pod template, is the digest of the
+	// Secret content (SecretDigests.Combined) that a pod could not load in
+	// place: the pods were restarted to mount it. Absent until that
+	// happens.
+	AnnotationRestartedFor = "cache.example.com/restarted-for"
+
+	// ReloaderContainerName is the container that has memcached load new
+	// Secret content in place (cmd/reloader), in the pods of a Memcached
+	// with TLS or authentication.
+	ReloaderContainerName = "reloader"
+	// reloaderCommand is the reloader's path in the operator's image.
+	reloaderCommand = "/reloader"
 
 	// exporterUser is the exporter image's user (nobody), as a number for
 	// runAsNonRoot.
@@ -108,6 +121,11 @@ const (
 	// memcachedUser is the memcached image's user, as a number: kubelet
 	// cannot prove a named user is not root.
 	memcachedUser = 1001
+
+	// The reloader's resources: it reads a few files each second and
+	// otherwise sleeps (docs/security.md has what it measured).
+	reloaderCPURequest = "5m"
+	reloaderMemory     = "32Mi"
 )
 
 // Images are the images of a Memcached's pods when its spec names none:
@@ -117,14 +135,33 @@ type Images struct {
 	Memcached string
 	// Exporter is the Prometheus memcached exporter image.
 	Exporter string
+	// Reloader is the image of the reloader (the operator's own). Empty:
+	// the pods run none, and new Secret content rolls them.
+	Reloader string
 }
 
 // SecretDigests are digests of the Secret content the pods of a
-// Memcached mount (the keys TLSKeys and AuthKey name): a new digest is a
-// new pod template, which rolls the pods. Empty when not mounted.
+// Memcached mount (the keys TLSKeys and AuthKey name). Empty when not
+// mounted. Without a reloader a new digest is a new pod template, which
+// rolls the pods; with one, the pods load new content in place.
 type SecretDigests struct {
 	TLS  string
 	Auth string
+	// RestartedFor is the Combined digest the pods were last restarted
+	// for, when a reload in place failed; empty if never.
+	RestartedFor string
+}
+
+// Combined is one digest of all the Secret content the pods mount.
+func (d SecretDigests) Combined() string {
+	h := sha256.Sum256([]byte("tls=" + d.TLS + "\nauth=" + d.Auth + "\n"))
+	return hex.EncodeToString(h[:])
+}
+
+// Reloads tells whether m's pods run the reloader: they mount a Secret and
+// the operator has the reloader's image.
+func Reloads(m *cachev1alpha1.Memcached, images Images) bool {
+	return images.Reloader != "" && (m.Spec.TLS != nil || m.Spec.Auth != nil)
 }
 
 // TLSKeys are the keys of the spec.tls Secret that m's pods mount:
@@ -288,18 +325,27 @@ func Replicas(m *cachev1alpha1.Memcached) int32 {
 // away before its replacement is ready (maxSurge 1, maxUnavailable 0), so
 // that a rollout never lowers the number of serving pods.
 //
-// The pods mount the Secrets of spec.tls and spec.auth, and carry digests
-// of their content, so that new content rolls them the same way.
+// The pods mount the Secrets of spec.tls and spec.auth. With a reloader
+// they load new content in place, and the template changes only when a
+// pod could not (digests.RestartedFor); without one they carry digests of
+// the content, so that new content rolls them the same way.
 func Deployment(m *cachev1alpha1.Memcached, images Images, digests SecretDigests) *appsv1ac.DeploymentApplyConfiguration {
 	template := corev1ac.PodTemplateSpec().
 		WithLabels(podLabels(m)).
 		WithSpec(podSpec(m, images))
 	annotations := stringMap(m.Spec.PodAnnotations)
-	if m.Spec.TLS != nil && digests.TLS != "" {
-		annotations[AnnotationTLSDigest] = digests.TLS
-	}
-	if m.Spec.Auth != nil && digests.Auth != "" {
-		annotations[AnnotationAuthDigest] = digests.Auth
+	switch {
+	case Reloads(m, images):
+		if digests.RestartedFor != "" {
+			annotations[AnnotationRestartedFor] = digests.RestartedFor
+		}
+	default:
+		if m.Spec.TLS != nil && digests.TLS != "" {
+			annotations[AnnotationTLSDigest] = digests.TLS
+		}
+		if m.Spec.Auth != nil && digests.Auth != "" {
+			annotations[AnnotationAuthDigest] = digests.Auth
+		}
 	}
 	if len(annotations) > 0 {
 		template.WithAnnotations(annotations)
@@ -346,6 +392,14 @@ func podSpec(m *cachev1alpha1.Memcached, images Images) *corev1ac.PodSpecApplyCo
 		WithContainers(container(m, images))
 	if Monitored(m) {
 		ps.WithContainers(exporter(m, images))
+	}
+	if Reloads(m, images) {
+		ps.WithContainers(reloader(m, images))
+		if m.Spec.Auth != nil {
+			// The reloader signals memcached to read its authentication
+			// file again: it must see memcached's process.
+			ps.WithShareProcessNamespace(true)
+		}
 	}
 	if m.Spec.TLS != nil {
 		ps.WithVolumes(secretVolume(TLSVolume, m.Spec.TLS.SecretName, TLSKeys(m)...))
@@ -494,6 +548,38 @@ func exporter(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerAppl
 		c.WithVolumeMounts(mount(TLSVolume, TLSDir))
 	}
 	return c
+}
+
+// reloader is the container that has memcached load new Secret content in
+// place (cmd/reloader). It runs as memcached's user, mounts what memcached
+// mounts and nothing else, and makes no request to the apiserver (the pod
+// has no token).
+func reloader(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerApplyConfiguration {
+	args := []string{"--memcached-address=localhost:" + strconv.Itoa(int(port(m)))}
+	c := corev1ac.Container().
+		WithName(ReloaderContainerName).
+		WithImage(images.Reloader).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithCommand(reloaderCommand).
+		WithResources(corev1ac.ResourceRequirements().
+			WithRequests(corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse(reloaderCPURequest),
+				corev1.ResourceMemory: resource.MustParse(reloaderMemory),
+			}).
+			WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(reloaderMemory)})).
+		WithSecurityContext(restricted(memcachedUser))
+	if m.Spec.TLS != nil {
+		args = append(args, "--tls-dir="+TLSDir)
+		if verifiesClients(m) {
+			args = append(args, "--client-certificate")
+		}
+		c.WithVolumeMounts(mount(TLSVolume, TLSDir))
+	}
+	if m.Spec.Auth != nil {
+		args = append(args, "--auth-file="+path.Join(AuthDir, authFile))
+		c.WithVolumeMounts(mount(AuthVolume, AuthDir))
+	}
+	return c.WithArgs(args...)
 }
 
 // restricted is the security context of the Pod Security Standards'

@@ -7,6 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/reload"
 )
 
 // KindPod is the kind of the Memcacheds' pods, which the store watches
@@ -36,6 +39,10 @@ type Pod struct {
 	// (waiting for a reason other than starting, or ended), in the pod's
 	// order.
 	Containers []ContainerProblem `json:"containers,omitempty"`
+	// ReloadFailed is why the pod's reloader could not have memcached load
+	// new Secret content in place (its termination message), when it
+	// could not; the operator then restarts the pods.
+	ReloadFailed string `json:"reloadFailed,omitempty"`
 }
 
 // ContainerProblem is the state of a container that is not ready.
@@ -84,6 +91,13 @@ func SummarizePod(p *corev1.Pod) *Pod {
 		images[c.Name] = c.Image
 	}
 	for _, st := range p.Status.ContainerStatuses {
+		if st.Name == desired.ReloaderContainerName {
+			// Its exit on a failed reload is how it tells, not a crash.
+			if t := reloadFailure(st); t != nil {
+				s.ReloadFailed = t.Message
+				continue
+			}
+		}
 		if st.Ready {
 			continue
 		}
@@ -105,15 +119,30 @@ func SummarizePod(p *corev1.Pod) *Pod {
 	return s
 }
 
+// reloadFailure is the reloader's last run when it ended on a failed
+// reload, or nil.
+func reloadFailure(st corev1.ContainerStatus) *corev1.ContainerStateTerminated {
+	for _, t := range []*corev1.ContainerStateTerminated{st.State.Terminated, st.LastTerminationState.Terminated} {
+		if t != nil {
+			if t.ExitCode == reload.FailedExitCode {
+				return t
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
 // startingReasons are the reasons a container waits for while it starts
 // as it should.
 var startingReasons = map[string]bool{"": true, "ContainerCreating": true, "PodInitializing": true}
 
-// Troubled tells whether p says why it is not ready: the scheduler cannot
-// place it, or a container of it waits for a reason other than starting,
-// or ended. A pod that starts as it should says nothing.
+// Troubled tells whether p says something the operator acts on: why it is
+// not ready (the scheduler cannot place it, or a container of it waits for
+// a reason other than starting, or ended), or that its reloader failed. A
+// pod that starts as it should says nothing.
 func (p *Pod) Troubled() bool {
-	return p.Unschedulable != "" || len(p.Containers) > 0
+	return p.Unschedulable != "" || len(p.Containers) > 0 || p.ReloadFailed != ""
 }
 
 // memcachedOfPod is the name of the Memcached whose pod p is: the name of

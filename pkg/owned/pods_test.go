@@ -9,7 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
+	"github.com/example/memcached-operator/pkg/reload"
 )
 
 func podOf(rs, hash string, st corev1.PodStatus) *corev1.Pod {
@@ -66,4 +68,26 @@ func TestPodSummaryKeepsOnlyWhyItIsNotReady(t *testing.T) {
 	g.Expect(owned.SamePod(a, b)).To(BeTrue())
 	b.Containers[0].RestartCount = 3
 	g.Expect(owned.SamePod(a, b)).To(BeFalse())
+}
+
+// A reloader that ended on a failed reload says so, whether it is
+// restarting or running again, and is not taken for a crashing container;
+// one that ended otherwise is.
+func TestPodSummaryTellsAFailedReload(t *testing.T) {
+	g := NewWithT(t)
+	failed := &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: reload.FailedExitCode, Message: "memcached did not load the new certificate"}
+	for name, st := range map[string]corev1.ContainerStatus{
+		"ended":   {Name: desired.ReloaderContainerName, State: corev1.ContainerState{Terminated: failed}},
+		"waiting": {Name: desired.ReloaderContainerName, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}, LastTerminationState: corev1.ContainerState{Terminated: failed}},
+		"running": {Name: desired.ReloaderContainerName, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, LastTerminationState: corev1.ContainerState{Terminated: failed}},
+	} {
+		p := owned.SummarizePod(podOf("cache-5d8f", "5d8f", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{st}}))
+		g.Expect(p.ReloadFailed).To(Equal(failed.Message), name)
+		g.Expect(p.Containers).To(BeEmpty(), name)
+		g.Expect(p.Troubled()).To(BeTrue(), name)
+	}
+	crashed := corev1.ContainerStatus{Name: desired.ReloaderContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}}
+	p := owned.SummarizePod(podOf("cache-5d8f", "5d8f", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{crashed}}))
+	g.Expect(p.ReloadFailed).To(BeEmpty())
+	g.Expect(p.Containers).To(HaveLen(1))
 }

@@ -21,6 +21,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/memcached-operator/pkg/desired"
 )
 
 // Field managers of the operator. They are part of its API: the apiserver
@@ -84,6 +86,10 @@ type Summary struct {
 	Status appsv1.DeploymentStatus `json:"status,omitempty"`
 	// Ports are a Service's spec.ports.
 	Ports []corev1.ServicePort `json:"ports,omitempty"`
+	// RestartedFor is a Deployment's pod template annotation
+	// desired.AnnotationRestartedFor: the Secret content its pods were
+	// last restarted for, which the operator applies again.
+	RestartedFor string `json:"restartedFor,omitempty"`
 }
 
 // Kind is the kind of object s summarizes.
@@ -119,6 +125,7 @@ func SummarizeAnswer(obj client.Object) (*Summary, error) {
 		s.Replicas = o.Spec.Replicas
 		s.Selector = o.Spec.Selector
 		s.Status = o.Status
+		s.RestartedFor = o.Spec.Template.Annotations[desired.AnnotationRestartedFor]
 	case *corev1.Service:
 		s.TypeMeta = metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: string(KindService)}
 		s.Ports = o.Spec.Ports

@@ -236,6 +236,14 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
 		}
 		return rollout{rolloutInProgress, p.reason, p.message}
 	}
+	for _, p := range obs.Pods {
+		if p.ReloadFailed != "" && d.RestartedFor != "" {
+			r.reason = cachev1alpha1.ReasonReloadFailed
+			r.message = fmt.Sprintf("Pod %s could not load the new Secret content in place (%s); the pods restart one at a time to mount it: %s",
+				p.Name, p.ReloadFailed, r.message)
+			break
+		}
+	}
 	return r
 }
 

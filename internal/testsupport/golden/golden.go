@@ -89,7 +89,7 @@ func Memcached(name string) *cachev1alpha1.Memcached {
 // order: Deployment, Service, PodDisruptionBudget (when m has one),
 // ServiceMonitor (when monitored).
 func Render(m *cachev1alpha1.Memcached) ([]byte, error) {
-	images := desired.Images{Memcached: desired.DefaultImage, Exporter: desired.DefaultExporterImage}
+	images := desired.Images{Memcached: desired.DefaultImage, Exporter: desired.DefaultExporterImage, Reloader: "memcached-operator:latest"}
 	digests := desired.SecretDigests{TLS: "sha256:tls-content", Auth: "sha256:auth-content"}
 	objs := fuzzspec.Objects(m, images, digests)
 	var out bytes.Buffer

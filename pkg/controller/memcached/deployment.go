@@ -61,7 +61,7 @@ func (s *scope) reconcileDeployment(ctx context.Context) error {
 				return err
 			}
 		}
-		if dep, err = s.apply(ctx, deployments, current, desired.Deployment(s.m, s.Images, mounted.digests)); err != nil {
+		if dep, err = s.apply(ctx, deployments, current, desired.Deployment(s.m, s.Images, s.restartFor(current, mounted.digests))); err != nil {
 			return err
 		}
 	}
@@ -234,4 +234,35 @@ func (s *scope) adoptFieldManagers(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// eventReloadFailed is the event reason when a pod could not load new
+// Secret content in place and the operator restarts the pods instead.
+const eventReloadFailed = cachev1alpha1.ReasonReloadFailed
+
+// restartFor completes digests with the Secret content the pods are to be
+// restarted for. The pods load new content in place (the reloader); when
+// one says it could not, the pods are restarted, one at a time as every
+// rollout, to mount what the Secrets hold now: once per content, which
+// the Deployment's template then records.
+func (s *scope) restartFor(current *owned.Summary, digests desired.SecretDigests) desired.SecretDigests {
+	if !desired.Reloads(s.m, s.Images) {
+		return digests
+	}
+	if current != nil {
+		digests.RestartedFor = current.RestartedFor
+	}
+	if digests.RestartedFor == digests.Combined() {
+		return digests
+	}
+	for _, p := range s.obs.Pods {
+		if p.ReloadFailed == "" {
+			continue
+		}
+		digests.RestartedFor = digests.Combined()
+		s.Recorder.Eventf(s.m, nil, corev1.EventTypeWarning, eventReloadFailed, "Restart",
+			"Pod %s could not load the new Secret content in place (%s); restarting the pods one at a time to mount it", p.Name, p.ReloadFailed)
+		break
+	}
+	return digests
 }
