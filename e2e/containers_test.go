@@ -602,6 +602,22 @@ func TestOperatorInCluster(t *testing.T) {
 			m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key().Name}, Spec: onRealNode(1)}
 			g.Expect(c.Create(ctx, m)).To(Succeed())
 			converged(t, c, key(), 1)
+
+			// The reloader of a Memcached with authentication runs from the
+			// operator's own image, which the operator read from its pod.
+			secured := client.ObjectKey{Namespace: ns, Name: "secured"}
+			usersSecret(ctx, t, c, secured, "app", "password")
+			spec := onRealNode(1)
+			spec.Auth = &cachev1alpha1.AuthSpec{SecretName: "secured-users"}
+			g.Expect(c.Create(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secured.Name}, Spec: spec})).To(Succeed())
+			_, d := converged(t, c, secured, 1)
+			var images []string
+			for _, ctr := range d.Spec.Template.Spec.Containers {
+				if ctr.Name == desired.ReloaderContainerName {
+					images = append(images, ctr.Image)
+				}
+			}
+			g.Expect(images).To(Equal([]string{pods.Items[0].Spec.Containers[0].Image}), "the reloader runs the operator's image")
 			return ctx
 		}).
 		Assess("its metrics answer an authorized token over HTTPS and refuse an anonymous request", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {

@@ -37,7 +37,9 @@ func runOperator(cfg *envconf.Config, extraArgs ...string) (*hostOperator, error
 		Binary:     os.Getenv("E2E_OPERATOR_BINARY"),
 		Kubeconfig: cfg.KubeconfigFile(),
 		Metrics:    true,
-		Args:       append([]string{"--sync-period=5s", "--memcached-image=" + desired.DefaultImage, "--exporter-image=" + exporterImage()}, extraArgs...),
+		Args: append([]string{"--sync-period=5s", "--memcached-image=" + desired.DefaultImage, "--exporter-image=" + exporterImage(),
+			// The reloader runs from the operator image, which the suite builds for the real node.
+			"--reloader-image=" + operatorImage}, extraArgs...),
 	})
 	if err != nil {
 		return nil, err

@@ -231,15 +231,21 @@ func (p *probe) run(ctx context.Context, c client.Client, key client.ObjectKey, 
 		var failures []string
 		for _, addr := range addrs {
 			var tries []string
-			// The newest first: a refused password costs a timeout.
-			for _, pw := range slices.Backward(passwords) {
-				out, err := session{tls: tlsConf, user: "app", password: pw}.run(addr, "version")
-				if err == nil && strings.Contains(out, "VERSION ") {
-					tries = nil
-					n++
-					break
+			// The newest first: a refused password costs a timeout. Twice
+			// over, as a client that knows both would: memcached switches
+			// from the old file to the new at once, which may fall between
+			// two tries (the new one refused just before, the old just after).
+		tries:
+			for range 2 {
+				for _, pw := range slices.Backward(passwords) {
+					out, err := session{tls: tlsConf, user: "app", password: pw}.run(addr, "version")
+					if err == nil && strings.Contains(out, "VERSION ") {
+						tries = nil
+						n++
+						break tries
+					}
+					tries = append(tries, fmt.Sprintf("%s: %q %v", addr, out, err))
 				}
-				tries = append(tries, fmt.Sprintf("%s: %q %v", addr, out, err))
 			}
 			failures = append(failures, tries...)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -95,29 +96,66 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 	memcached := func() client.Object {
 		return &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: opsName}}
 	}
+	// served waits until every pod of the ring serves what ok accepts on
+	// a new connection: new Secret content is loaded in place, so no
+	// Deployment change tells when it is.
+	served := func(ok func(addr string) bool) func() error {
+		return func() error {
+			return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+				for _, addr := range r.list() {
+					if !ok(addr) {
+						return false, nil
+					}
+				}
+				return true, nil
+			})
+		}
+	}
+	var renewed []byte // the new certificate's DER
 	steps := []struct {
-		name  string
-		size  int32
-		rolls bool // the Deployment changes
-		do    func() error
+		name    string
+		size    int32
+		rolls   bool         // the Deployment changes
+		settled func() error // when it does not: the operation's end
+		do      func() error
 	}{
-		{"scale 3 → 4", 4, true, func() error { return patch(memcached(), `{"spec":{"size":4}}`) }},
-		{"scale 4 → 3", 3, true, func() error { return patch(memcached(), `{"spec":{"size":3}}`) }},
-		{"image rollout (the same memcached under another image name)", 3, true, func() error {
+		{"scale 3 → 4", 4, true, nil, func() error { return patch(memcached(), `{"spec":{"size":4}}`) }},
+		{"scale 4 → 3", 3, true, nil, func() error { return patch(memcached(), `{"spec":{"size":3}}`) }},
+		{"image rollout (the same memcached under another image name)", 3, true, nil, func() error {
 			return patch(memcached(), `{"spec":{"image":"`+repo.Version("LOCAL_MEMCACHED_IMAGE_MINOR")+`"}}`)
 		}},
-		{"certificate rotation (a new certificate from the same CA)", 3, true, func() error {
+		{"certificate rotation (a new certificate from the same CA)", 3, false, served(func(addr string) bool {
+			conn, err := a.dial(ctx, "tcp", addr)
+			if err != nil {
+				return false
+			}
+			defer conn.Close()
+			return bytes.Equal(conn.(*tls.Conn).ConnectionState().PeerCertificates[0].Raw, renewed)
+		}), func() error {
 			p, err := ca.IssueForService(namespace, opsName)
 			if err != nil {
 				return err
 			}
+			kp, err := tls.X509KeyPair(p.Cert, p.Key)
+			if err != nil {
+				return err
+			}
+			renewed = kp.Certificate[0]
 			return e.c.Update(ctx, ca.Secret(namespace, "ops-tls", p))
 		}},
-		{"authentication-file rotation (a second user added)", 3, true, func() error {
+		{"authentication-file rotation (a second user added)", 3, false, served(func(addr string) bool {
+			next := a
+			next.user, next.pass = "next", "second-password"
+			conn, err := next.dial(ctx, "tcp", addr)
+			if err == nil {
+				conn.Close()
+			}
+			return err == nil
+		}), func() error {
 			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ops-auth"}}
 			return patch(s, `{"stringData":{"authfile":"bench:first-password\nnext:second-password\n"}}`)
 		}},
-		{"operator upgrade that changes no pod setting (a new operator process of this build)", 3, false, func() error {
+		{"operator upgrade that changes no pod setting (a new operator process of this build)", 3, false, nil, func() error {
 			if err := e.operator.Stop(); err != nil {
 				return err
 			}
@@ -149,12 +187,15 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 			reading.stop()
 			return out, fmt.Errorf("%s: %w", s.name, err)
 		}
-		if s.rolls {
+		switch {
+		case s.rolls:
 			err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 				err := e.c.Get(ctx, key, d)
 				return err == nil && d.Generation > generation, nil
 			})
-		} else {
+		case s.settled != nil:
+			err = s.settled()
+		default:
 			// Whatever the new process would change, it changes within
 			// its first reconcile: a few seconds after it is ready.
 			time.Sleep(10 * time.Second)
