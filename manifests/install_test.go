@@ -178,8 +178,17 @@ func TestPodsMeetRestrictedPodSecurity(t *testing.T) {
 
 	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: ns.Name, UID: "0"}}
 	operand := podFromApplyConfiguration(t, desired.Deployment(m, testenv.Images, desired.SecretDigests{}))
+	// With TLS and authentication: the reloader beside memcached, in a
+	// shared process namespace.
+	secure := m.DeepCopy()
+	secure.Spec.TLS = &cachev1alpha1.TLSSpec{SecretName: "cache-tls", ClientCertificates: cachev1alpha1.ClientCertificatesRequire}
+	secure.Spec.Auth = &cachev1alpha1.AuthSpec{SecretName: "cache-users"}
+	images := testenv.Images
+	images.Reloader = "memcached-operator:latest"
+	secured := podFromApplyConfiguration(t, desired.Deployment(secure, images, desired.SecretDigests{TLS: "t", Auth: "a"}))
+	g.Expect(secured.Spec.Containers).To(ContainElement(HaveField("Name", desired.ReloaderContainerName)))
 
-	for name, tmpl := range map[string]corev1.PodTemplateSpec{"manager": manager, "memcached": operand} {
+	for name, tmpl := range map[string]corev1.PodTemplateSpec{"manager": manager, "memcached": operand, "memcached-with-reloader": secured} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-", Namespace: ns.Name, Labels: tmpl.Labels}, Spec: tmpl.Spec}
@@ -418,7 +427,9 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 		"coordination.k8s.io/leases:patch", "coordination.k8s.io/leases:update", "coordination.k8s.io/leases:watch",
 	}
 	g.Expect(grantedRules(t, cfg, ns)).To(ConsistOf(managerRules), "in a Memcached's namespace")
-	g.Expect(grantedRules(t, cfg, operatorNamespace)).To(ConsistOf(append(managerRules, leaderElectionRules...)), "in the operator's namespace")
+	// Its own pod, read once at start for the reloader's image.
+	ownImageRules := []string{"/pods:get"}
+	g.Expect(grantedRules(t, cfg, operatorNamespace)).To(ConsistOf(append(append(managerRules, leaderElectionRules...), ownImageRules...)), "in the operator's namespace")
 
 	// The role is tight: Secrets and Pods may be listed and watched,
 	// nothing more; no Memcached created or deleted.

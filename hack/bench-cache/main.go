@@ -33,6 +33,7 @@ type config struct {
 	opKeys     int
 	out        string
 	skipOps    bool
+	noReloader bool
 	skipTarget bool
 }
 
@@ -47,6 +48,7 @@ func main() {
 	flag.IntVar(&c.opKeys, "op-keys", 30000, "keys stored before each operation and read after it")
 	flag.StringVar(&c.out, "out", "", "also write the report to this markdown file (its generated part)")
 	flag.BoolVar(&c.skipOps, "skip-operations", false, "measure throughput only")
+	flag.BoolVar(&c.noReloader, "no-reloader", false, "run the operator without a reloader image (pods with TLS or authentication run no reloader and roll on new Secret content), to measure what the reloader costs")
 	flag.BoolVar(&c.skipTarget, "skip-throughput", false, "measure the operations only")
 	flag.Parse()
 

@@ -118,12 +118,12 @@ func (e *env) setUp(ctx context.Context) error {
 // startOperator runs bin/manager as the cluster's admin.
 func (e *env) startOperator(context.Context) error {
 	var err error
-	e.operator, err = hostoperator.Start(hostoperator.Options{
-		Kubeconfig: e.cluster.Kubeconfig,
-		Args: []string{"--memcached-image", repo.Version("LOCAL_MEMCACHED_IMAGE"),
-			"--exporter-image", repo.Version("LOCAL_EXPORTER_IMAGE"),
-			"--reloader-image", repo.Version("LOCAL_OPERATOR_IMAGE"), "--zap-log-level=error"},
-	})
+	args := []string{"--memcached-image", repo.Version("LOCAL_MEMCACHED_IMAGE"),
+		"--exporter-image", repo.Version("LOCAL_EXPORTER_IMAGE"), "--zap-log-level=error"}
+	if !e.cfg.noReloader {
+		args = append(args, "--reloader-image", repo.Version("LOCAL_OPERATOR_IMAGE"))
+	}
+	e.operator, err = hostoperator.Start(hostoperator.Options{Kubeconfig: e.cluster.Kubeconfig, Args: args})
 	return err
 }
 
