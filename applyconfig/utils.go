@@ -68,6 +68,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ServiceStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TLSSpec"):
 		return &apiv1alpha1.TLSSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TLSStatus"):
+		return &apiv1alpha1.TLSStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Toleration"):
 		return &apiv1alpha1.TolerationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TopologySpreadConstraint"):

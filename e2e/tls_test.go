@@ -21,6 +21,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -534,6 +535,75 @@ func TestExporterScrapesOverTLS(t *testing.T) {
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(string(body)).To(MatchRegexp(`(?m)^memcached_up 1$`))
 			}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+			return ctx
+		}).
+		Feature()
+	testenv.Test(t, f)
+}
+
+// A certificate that has expired is reported, naming the Secret, and not
+// served: the kubelet places it in the pods all the same, and the reloader
+// leaves memcached serving the certificate it has, which clients still
+// accept.
+func TestAnExpiredCertificateIsNotServed(t *testing.T) {
+	var ns string
+	var ca *testcerts.CA
+	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "expiring"} }
+	f := features.New("an expired certificate is reported and not served").WithLabel("needs", "containers").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			ns = namespace(t, cfg, "expired")
+			ca = tlsSecret(ctx, t, kube(t, cfg), key())
+			spec := onRealNode(1)
+			spec.TLS = &cachev1alpha1.TLSSpec{SecretName: "expiring-tls"}
+			runningMemcached(t, cfg, key(), spec)
+			return ctx
+		}).
+		Assess("the status names the Secret and the expiry; memcached keeps its certificate", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			addrs, err := readyPodAddresses(ctx, c, key())
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(addrs).To(HaveLen(1))
+			tlsConf := clientTLS(ca, key(), nil)
+			served := func() []byte {
+				conn, err := tls.Dial("tcp", addrs[0], tlsConf)
+				g.Expect(err).NotTo(HaveOccurred(), "a client that verifies the certificate connects")
+				defer conn.Close()
+				return conn.ConnectionState().PeerCertificates[0].Raw
+			}
+			before := served()
+			m := mustGet(t, c, key())
+			g.Expect(m.Status.TLS).NotTo(BeNil(), "the status shows the certificate's expiry")
+			t.Logf("status.tls: notAfter %s", m.Status.TLS.NotAfter.UTC().Format(time.RFC3339))
+
+			now := time.Now()
+			expired, err := ca.IssueValid(key().Name, testcerts.ServiceHosts(ns, key().Name), now.Add(-48*time.Hour), now.Add(-time.Hour))
+			g.Expect(err).NotTo(HaveOccurred())
+			secret := &corev1.Secret{}
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "expiring-tls"}, secret)).To(Succeed())
+			secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey] = expired.Cert, expired.Key
+			g.Expect(c.Update(ctx, secret)).To(Succeed())
+
+			g.Eventually(func(g Gomega) {
+				g.Expect(c.Get(ctx, key(), m)).To(Succeed())
+				d := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionDegraded)
+				g.Expect(d).NotTo(BeNil())
+				g.Expect(d.Reason).To(Equal(cachev1alpha1.ReasonSecretInvalid))
+				g.Expect(d.Message).To(ContainSubstring("Secret expiring-tls cannot serve as memcached's certificate and key: the certificate in tls.crt expired at "))
+			}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed())
+			events(t, cfg, key(), cachev1alpha1.ReasonSecretInvalid)
+
+			// The kubelet places the expired certificate in the pod (on its
+			// next sync, within about a minute); the reloader says it keeps
+			// the one memcached has.
+			pods := &corev1.PodList{}
+			g.Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(desired.SelectorLabels(m)))).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(1))
+			g.Eventually(func(g Gomega) {
+				out, err := kubectl(ctx, cfg, "", "logs", "-n", ns, pods.Items[0].Name, "-c", desired.ReloaderContainerName)
+				g.Expect(err).NotTo(HaveOccurred(), out)
+				g.Expect(out).To(ContainSubstring("the certificate expired at"))
+			}).WithTimeout(3*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "the reloader saw the expired certificate")
+			g.Expect(served()).To(Equal(before), "memcached serves the certificate it had")
 			return ctx
 		}).
 		Feature()

@@ -114,6 +114,9 @@ const (
 	ReasonPodsForbidden = "PodsForbidden"
 	// ReasonAsExpected: nothing is wrong.
 	ReasonAsExpected = "AsExpected"
+	// ReasonCertificateExpiring is the Warning event's reason when
+	// status.tls.expiresSoon turns true.
+	ReasonCertificateExpiring = "CertificateExpiring"
 	// ReasonReloadFailed (Progressing True): a pod could not load new
 	// content of its Secrets in place, and the pods restart one at a time
 	// to mount it.

@@ -362,6 +362,29 @@ type MemcachedStatus struct {
 	//
 	// +optional
 	Service *ServiceStatus `json:"service,omitempty"`
+
+	// tls tells about memcached's certificate (spec.tls), while the
+	// Secret holds one valid now for the Service's name.
+	//
+	// +optional
+	TLS *TLSStatus `json:"tls,omitempty"`
+}
+
+// TLSStatus tells about the certificate memcached serves: the Secret's,
+// which the pods load within about a minute of its change.
+type TLSStatus struct {
+	// notAfter is when the certificate expires.
+	//
+	// +required
+	NotAfter metav1.Time `json:"notAfter"`
+
+	// expiresSoon is true within 7 days of notAfter, or a sixth of the
+	// certificate's lifetime when that is shorter: it should have been
+	// renewed by then (cert-manager renews a third of the lifetime ahead).
+	// A Warning event CertificateExpiring says so when it turns true.
+	//
+	// +optional
+	ExpiresSoon bool `json:"expiresSoon,omitempty"`
 }
 
 // ServiceStatus names the Service clients connect through.

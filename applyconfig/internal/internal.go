@@ -240,6 +240,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: service
       type:
         namedType: com.github.example.memcached-operator.api.v1alpha1.ServiceStatus
+    - name: tls
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.TLSStatus
 - name: com.github.example.memcached-operator.api.v1alpha1.MonitoringSpec
   map:
     fields:
@@ -385,6 +388,15 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: secretName
       type:
         scalar: string
+- name: com.github.example.memcached-operator.api.v1alpha1.TLSStatus
+  map:
+    fields:
+    - name: expiresSoon
+      type:
+        scalar: boolean
+    - name: notAfter
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
 - name: com.github.example.memcached-operator.api.v1alpha1.Toleration
   map:
     fields:

@@ -33,6 +33,7 @@ func main() {
 	)
 	flag.StringVar(&c.Address, "memcached-address", "localhost:11211", "memcached's address in the pod.")
 	flag.StringVar(&c.TLSDir, "tls-dir", "", "Directory of memcached's tls.crt, tls.key and ca.crt; empty: no TLS.")
+	flag.StringVar(&c.ServerName, "server-name", "", "The name clients verify memcached's certificate for; a certificate without it is not loaded.")
 	flag.BoolVar(&c.ClientCertificate, "client-certificate", false, "Present tls.crt and tls.key as a client certificate (memcached verifies clients).")
 	flag.StringVar(&c.AuthFile, "auth-file", "", "memcached's authentication file; empty: none.")
 	flag.DurationVar(&c.Interval, "interval", time.Second, "How often the mounted files are read.")

@@ -569,7 +569,7 @@ func reloader(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerAppl
 			WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(reloaderMemory)})).
 		WithSecurityContext(restricted(memcachedUser))
 	if m.Spec.TLS != nil {
-		args = append(args, "--tls-dir="+TLSDir)
+		args = append(args, "--tls-dir="+TLSDir, "--server-name="+ServiceHost(m.Name, m.Namespace))
 		if verifiesClients(m) {
 			args = append(args, "--client-certificate")
 		}
@@ -647,7 +647,14 @@ func Service(m *cachev1alpha1.Memcached) *corev1ac.ServiceApplyConfiguration {
 // "<name>.<namespace>.svc:<port>", resolved through the cluster's DNS
 // search path whatever the cluster domain.
 func Address(name, namespace string, port int32) string {
-	return name + "." + namespace + ".svc:" + strconv.Itoa(int(port))
+	return ServiceHost(name, namespace) + ":" + strconv.Itoa(int(port))
+}
+
+// ServiceHost is the name clients in the cluster reach a Service by,
+// "<name>.<namespace>.svc", and the name memcached's certificate must
+// carry for clients that verify it.
+func ServiceHost(name, namespace string) string {
+	return name + "." + namespace + ".svc"
 }
 
 // WantsPodDisruptionBudget tells whether m should have a PodDisruptionBudget:

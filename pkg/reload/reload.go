@@ -54,6 +54,9 @@ type Config struct {
 	// ClientCertificate: memcached asks clients for a certificate, and the
 	// reloader presents the mounted one (as the exporter does).
 	ClientCertificate bool
+	// ServerName is the name clients verify memcached's certificate for;
+	// a certificate that does not carry it is not loaded. Empty: not checked.
+	ServerName string
 	// AuthFile is memcached's authentication file. Empty: none.
 	AuthFile string
 	// Interval is how often the mounted files are read.
@@ -179,7 +182,7 @@ func (r *Reloader) Check(ctx context.Context) error {
 		// memcached 1.6.18 given a key that is not its certificate's on
 		// refresh_certs fails every handshake after: unfit files are never
 		// sent. The operator reports the Secret as invalid.
-		if err := fit(now); err != nil {
+		if err := fit(now, r.c.ServerName, time.Now()); err != nil {
 			r.refused = now.tlsDigest()
 			r.c.Log.Warn("the mounted certificate is not fit to serve; memcached keeps the one it has", "error", err.Error())
 			return nil
@@ -420,13 +423,32 @@ func entries(b []byte) []string {
 	return out
 }
 
-// fit tells whether memcached can load f's certificate, key and CA.
-func fit(f files) error {
-	if _, err := tls.X509KeyPair(f.cert, f.key); err != nil {
+// fit tells whether memcached can load f's certificate, key and CA, and
+// should: a certificate not valid at now, or not for serverName, would
+// fail every client that verifies it, where the one memcached serves may
+// not. The operator reports such a Secret as invalid.
+func fit(f files, serverName string, now time.Time) error {
+	pair, err := tls.X509KeyPair(f.cert, f.key)
+	if err != nil {
 		return err
 	}
 	if len(f.ca) > 0 && !x509.NewCertPool().AppendCertsFromPEM(f.ca) {
 		return errors.New("ca.crt holds no certificate")
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return err
+	}
+	switch {
+	case now.Before(leaf.NotBefore):
+		return fmt.Errorf("the certificate is not valid before %s", leaf.NotBefore.UTC().Format(time.RFC3339))
+	case !now.Before(leaf.NotAfter):
+		return fmt.Errorf("the certificate expired at %s", leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+	if serverName != "" {
+		if err := leaf.VerifyHostname(serverName); err != nil {
+			return err
+		}
 	}
 	return nil
 }

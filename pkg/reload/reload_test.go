@@ -304,6 +304,50 @@ func TestUnfitFilesAreNotSent(t *testing.T) {
 	}
 }
 
+// An expired certificate, one not valid yet, and one without the name
+// clients verify are not sent either: memcached keeps serving the one it
+// has, and the next fit certificate is loaded.
+func TestCertificatesClientsWouldRefuseAreNotSent(t *testing.T) {
+	dir := filesDir(t)
+	ca := newCA(t, "ca")
+	first := issue(t, ca, "first")
+	writePair(t, dir, first, nil)
+	m := startMemcached(t, dir, "--enable-ssl", "--extended=ssl_chain_cert="+filepath.Join(dir, reload.CertFile)+",ssl_key="+filepath.Join(dir, reload.KeyFile))
+	r, err := reload.New(reload.Config{Address: m.addr, TLSDir: dir, ServerName: "memcached.test.svc", Timeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	valid := func(cn string, hosts []string, from, to time.Time) testcerts.Pair {
+		p, err := ca.IssueValid(cn, hosts, from, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for name, p := range map[string]testcerts.Pair{
+		"expired":       valid("expired", []string{"memcached.test.svc"}, now.Add(-48*time.Hour), now.Add(-time.Hour)),
+		"not yet valid": valid("future", []string{"memcached.test.svc"}, now.Add(time.Hour), now.Add(48*time.Hour)),
+		"another name":  valid("other", []string{"other.test.svc"}, now.Add(-time.Hour), now.Add(48*time.Hour)),
+	} {
+		writePair(t, dir, p, nil)
+		if err := r.Check(context.Background()); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got, want := servedSerial(t, m.addr, nil), serialOf(t, first); got != want {
+			t.Errorf("%s: memcached serves serial %s, want the one it had, %s", name, got, want)
+		}
+	}
+	second := issue(t, ca, "second")
+	writePair(t, dir, second, nil)
+	if err := r.Check(context.Background()); err != nil {
+		t.Fatalf("reloading: %v", err)
+	}
+	if got, want := servedSerial(t, m.addr, nil), serialOf(t, second); got != want {
+		t.Errorf("memcached serves serial %s after a fit certificate, want %s", got, want)
+	}
+}
+
 func TestBothSecretsChangeAtOnceWithClientCertificates(t *testing.T) {
 	dir := filesDir(t)
 	authFile := filepath.Join(dir, "authfile")

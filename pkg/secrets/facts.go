@@ -12,8 +12,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +48,52 @@ type Summary struct {
 	// Problems tell, for each use of the Secret's content, why memcached
 	// cannot use it; a use that is absent is fine.
 	Problems map[Use]string
+	// Serving is the certificate of tls.crt and tls.key when they make a
+	// usable pair; nil otherwise. Whether it is valid now and for the
+	// Service's name depends on the time and the Memcached: Certificate.Check.
+	Serving *Certificate
+}
+
+// Certificate is what the operator keeps of memcached's certificate (the
+// first of tls.crt): when it is valid and for which names.
+type Certificate struct {
+	NotBefore, NotAfter time.Time
+	DNSNames            []string
+	IPAddresses         []net.IP
+}
+
+// Check tells whether c is valid at now for host, a name clients connect
+// to, and if not, why.
+func (c *Certificate) Check(now time.Time, host string) error {
+	switch {
+	case now.Before(c.NotBefore):
+		return fmt.Errorf("the certificate in %s is not valid before %s", CertKey, c.NotBefore.UTC().Format(time.RFC3339))
+	case !now.Before(c.NotAfter):
+		return fmt.Errorf("the certificate in %s expired at %s", CertKey, c.NotAfter.UTC().Format(time.RFC3339))
+	}
+	x := &x509.Certificate{DNSNames: c.DNSNames, IPAddresses: c.IPAddresses}
+	if err := x.VerifyHostname(host); err != nil {
+		names := append([]string(nil), c.DNSNames...)
+		for _, ip := range c.IPAddresses {
+			names = append(names, ip.String())
+		}
+		return fmt.Errorf("the certificate in %s does not name %s, the Service's name that clients verify (it names %s)", CertKey, host, strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// ExpiringWindow is how long before its end a certificate is said to
+// expire soon: 7 days, or a sixth of its lifetime when that is shorter.
+// cert-manager renews a third of the lifetime ahead (30 days of a 90-day
+// certificate), so a certificate inside this window has missed its
+// renewal by a wide margin.
+func (c *Certificate) ExpiringWindow() time.Duration {
+	return min(7*24*time.Hour, c.NotAfter.Sub(c.NotBefore)/6)
+}
+
+// ExpiresSoon tells whether c, at now, is inside its ExpiringWindow.
+func (c *Certificate) ExpiresSoon(now time.Time) bool {
+	return !now.Before(c.NotAfter.Add(-c.ExpiringWindow()))
 }
 
 // Use is one way memcached uses a Secret's content: a Role, and for an
@@ -112,8 +160,10 @@ func Summarize(s *corev1.Secret) *Summary {
 		}
 	}
 	crt, key := s.Data[CertKey], s.Data[KeyKey]
-	if err := checkServing(crt, key); err != nil {
+	if leaf, err := checkServing(crt, key); err != nil {
 		sum.Problems[UseServing] = err.Error()
+	} else {
+		sum.Serving = &Certificate{NotBefore: leaf.NotBefore, NotAfter: leaf.NotAfter, DNSNames: leaf.DNSNames, IPAddresses: leaf.IPAddresses}
 	}
 	roots, err := certPool(s.Data[CAKey])
 	if err != nil {
@@ -147,18 +197,19 @@ func (s *Summary) Missing(keys ...string) []string {
 	return missing
 }
 
-func checkServing(crt, key []byte) error {
+func checkServing(crt, key []byte) (*x509.Certificate, error) {
 	if len(crt) == 0 || len(key) == 0 {
-		return errors.New("no certificate and key")
+		return nil, errors.New("no certificate and key")
 	}
 	pair, err := tls.X509KeyPair(crt, key)
 	if err != nil {
-		return fmt.Errorf("%s and %s are not a certificate chain and its key: %w", CertKey, KeyKey, err)
+		return nil, fmt.Errorf("%s and %s are not a certificate chain and its key: %w", CertKey, KeyKey, err)
 	}
-	if _, err := x509.ParseCertificate(pair.Certificate[0]); err != nil {
-		return fmt.Errorf("%s: %w", CertKey, err)
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", CertKey, err)
 	}
-	return nil
+	return leaf, nil
 }
 
 // certPool holds the certificates of a PEM bundle; an error when it holds

@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -125,4 +126,62 @@ func TestSummaryTellsWhatMemcachedCannotUse(t *testing.T) {
 			NewWithT(t).Expect(sum.Problems).To(HaveKeyWithValue(tt.use, ContainSubstring(tt.problem)))
 		})
 	}
+}
+
+// memcached's certificate is checked against the time and the name clients
+// verify, one rule at a time.
+func TestServingCertificateIsCheckedForTimeAndName(t *testing.T) {
+	g := NewWithT(t)
+	ca, err := testcerts.NewCA("ca")
+	g.Expect(err).NotTo(HaveOccurred())
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	const host = "cache.ns.svc"
+	summarize := func(hosts []string, from, to time.Time) *Certificate {
+		p, err := ca.IssueValid("cache", hosts, from, to)
+		g.Expect(err).NotTo(HaveOccurred())
+		sum := Summarize(ca.Secret("ns", "cache-tls", p))
+		g.Expect(sum.Serving).NotTo(BeNil())
+		return sum.Serving
+	}
+	day := 24 * time.Hour
+	tests := []struct {
+		name     string
+		hosts    []string
+		from, to time.Time
+		problem  string
+	}{
+		{"valid, the Service's names", testcerts.ServiceHosts("ns", "cache"), now.Add(-day), now.Add(90 * day), ""},
+		{"a wildcard for the namespace", []string{"*.ns.svc"}, now.Add(-day), now.Add(90 * day), ""},
+		{"expired", testcerts.ServiceHosts("ns", "cache"), now.Add(-90 * day), now.Add(-time.Second), "expired at 2026-12-02T11:59:59Z"},
+		{"expires this very second", testcerts.ServiceHosts("ns", "cache"), now.Add(-90 * day), now, "expired at 2026-12-02T12:00:00Z"},
+		{"not valid yet", testcerts.ServiceHosts("ns", "cache"), now.Add(time.Hour), now.Add(90 * day), "not valid before 2026-12-02T13:00:00Z"},
+		{"another Service's name", testcerts.ServiceHosts("ns", "other"), now.Add(-day), now.Add(90 * day), "does not name cache.ns.svc, the Service's name that clients verify (it names other.ns.svc, other.ns.svc.cluster.local)"},
+		{"the cluster domain's name only", []string{"cache.ns.svc.cluster.local"}, now.Add(-day), now.Add(90 * day), "does not name cache.ns.svc"},
+		{"an IP address only", []string{"10.0.0.1"}, now.Add(-day), now.Add(90 * day), "(it names 10.0.0.1)"},
+	}
+	for _, tt := range tests {
+		err := summarize(tt.hosts, tt.from, tt.to).Check(now, host)
+		if tt.problem == "" {
+			g.Expect(err).NotTo(HaveOccurred(), tt.name)
+		} else {
+			g.Expect(err).To(MatchError(ContainSubstring(tt.problem)), tt.name)
+		}
+	}
+}
+
+// A certificate expires soon within 7 days of its end, or within a sixth of
+// its lifetime when that is shorter.
+func TestCertificateExpiresSoon(t *testing.T) {
+	g := NewWithT(t)
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	day := 24 * time.Hour
+	ninety := &Certificate{NotBefore: start, NotAfter: start.Add(90 * day)}
+	g.Expect(ninety.ExpiringWindow()).To(Equal(7 * day))
+	g.Expect(ninety.ExpiresSoon(start.Add(60 * day))).To(BeFalse(), "when cert-manager renews it")
+	g.Expect(ninety.ExpiresSoon(start.Add(83*day - time.Second))).To(BeFalse())
+	g.Expect(ninety.ExpiresSoon(start.Add(83 * day))).To(BeTrue())
+	hour := &Certificate{NotBefore: start, NotAfter: start.Add(time.Hour)}
+	g.Expect(hour.ExpiringWindow()).To(Equal(10 * time.Minute))
+	g.Expect(hour.ExpiresSoon(start.Add(40 * time.Minute))).To(BeFalse(), "when cert-manager renews it")
+	g.Expect(hour.ExpiresSoon(start.Add(50 * time.Minute))).To(BeTrue())
 }

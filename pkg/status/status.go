@@ -6,6 +6,7 @@ package status
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 	cacheac "github.com/example/memcached-operator/applyconfig/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
+	"github.com/example/memcached-operator/pkg/secrets"
 )
 
 // Observation is what a reconcile saw of the world.
@@ -53,6 +55,9 @@ type Observation struct {
 	// Pods are the Memcached's pods as last observed, summarized to what
 	// tells why they are not ready.
 	Pods []*owned.Pod
+	// Certificate is memcached's certificate (spec.tls), valid now for the
+	// Service's name; nil without TLS or when the Secret has a problem.
+	Certificate *secrets.Certificate
 }
 
 // SecretProblem is why a Secret a Memcached names cannot be used.
@@ -111,10 +116,31 @@ func Status(m *cachev1alpha1.Memcached, obs Observation, now metav1.Time) *cache
 				WithAddress(desired.Address(svc.Name, svc.Namespace, port)))
 		}
 	}
+	if c := obs.Certificate; c != nil {
+		tls := cacheac.TLSStatus().WithNotAfter(metav1.NewTime(c.NotAfter.UTC()))
+		if c.ExpiresSoon(now.Time) {
+			tls.WithExpiresSoon(true)
+		}
+		st.WithTLS(tls)
+	}
 	for _, c := range Conditions(m, obs) {
 		st.WithConditions(conditionApplyConfiguration(c, m.Status.Conditions, m.Generation, now))
 	}
 	return st
+}
+
+// CertificateExpiring is the Warning event's message when m's certificate
+// starts to expire soon in the status st is about to write, given what m's
+// status said before; empty when there is nothing new to tell.
+func CertificateExpiring(m *cachev1alpha1.Memcached, c *secrets.Certificate, now time.Time) string {
+	if c == nil || !c.ExpiresSoon(now) {
+		return ""
+	}
+	if prev := m.Status.TLS; prev != nil && prev.ExpiresSoon && prev.NotAfter.Time.Equal(c.NotAfter.Truncate(time.Second)) {
+		return ""
+	}
+	return fmt.Sprintf("The certificate of Secret %s expires at %s, in %s: it should have been renewed by now (cert-manager renews a third of a certificate's lifetime ahead: look at its Certificate and CertificateRequest)",
+		m.Spec.TLS.SecretName, c.NotAfter.UTC().Format(time.RFC3339), c.NotAfter.Sub(now).Round(time.Minute))
 }
 
 func servicePort(svc *owned.Summary) (int32, bool) {

@@ -52,6 +52,9 @@ type MemcachedStatusApplyConfiguration struct {
 	// resolves to one address per ready memcached pod. It is set once the
 	// operator has applied the Service.
 	Service *ServiceStatusApplyConfiguration `json:"service,omitempty"`
+	// tls tells about memcached's certificate (spec.tls), while the
+	// Secret holds one valid now for the Service's name.
+	TLS *TLSStatusApplyConfiguration `json:"tls,omitempty"`
 }
 
 // MemcachedStatusApplyConfiguration constructs a declarative configuration of the MemcachedStatus type for use with
@@ -118,5 +121,13 @@ func (b *MemcachedStatusApplyConfiguration) WithImage(value string) *MemcachedSt
 // If called multiple times, the Service field is set to the value of the last call.
 func (b *MemcachedStatusApplyConfiguration) WithService(value *ServiceStatusApplyConfiguration) *MemcachedStatusApplyConfiguration {
 	b.Service = value
+	return b
+}
+
+// WithTLS sets the TLS field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TLS field is set to the value of the last call.
+func (b *MemcachedStatusApplyConfiguration) WithTLS(value *TLSStatusApplyConfiguration) *MemcachedStatusApplyConfiguration {
+	b.TLS = value
 	return b
 }

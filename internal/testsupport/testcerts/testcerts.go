@@ -61,6 +61,12 @@ type Pair struct {
 // hosts, usable for usages (both server and client authentication when
 // none is given).
 func (ca *CA) Issue(cn string, hosts []string, usages ...x509.ExtKeyUsage) (Pair, error) {
+	return ca.IssueValid(cn, hosts, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), usages...)
+}
+
+// IssueValid is Issue with the certificate valid from notBefore to
+// notAfter (expired, or not yet valid, as a test needs).
+func (ca *CA) IssueValid(cn string, hosts []string, notBefore, notAfter time.Time, usages ...x509.ExtKeyUsage) (Pair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return Pair{}, err
@@ -71,8 +77,8 @@ func (ca *CA) Issue(cn string, hosts []string, usages ...x509.ExtKeyUsage) (Pair
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  usages,
 	}

@@ -139,6 +139,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case s.obs.ApplyError != nil:
 		// Only a spec change can fix it, and a spec change is an event.
 		return reconcile.Result{}, reconcile.TerminalError(s.obs.ApplyError)
+	case !s.recheck.IsZero():
+		// Time alone changes what the certificate's status says: no
+		// event would come, and the wait costs no request.
+		return reconcile.Result{RequeueAfter: max(s.recheck.Sub(r.now())+time.Second, time.Second)}, nil
 	}
 	return reconcile.Result{}, nil
 }

@@ -38,6 +38,8 @@ func (s *scope) reconcileDeployment(ctx context.Context) error {
 		return err
 	}
 	s.obs.Secret = mounted.problem
+	s.obs.Certificate = mounted.certificate
+	s.recheck = mounted.recheck
 	current, dep, err := s.claim(ctx, deployments)
 	switch {
 	case err != nil:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +49,9 @@ type scope struct {
 	// reports are what the steps changed, told in one event at the end of
 	// reconcileObjects.
 	reports []report
+	// recheck is when the Memcached is to be looked at again though
+	// nothing changes: when its certificate's time says something new.
+	recheck time.Time
 }
 
 func newScope(r *Reconciler, m *cachev1alpha1.Memcached) *scope {
@@ -180,6 +184,9 @@ func (s *scope) recordStatusEvents() {
 		if c := status.Stalled(m, obs); c.Status == metav1.ConditionTrue && c.Reason == cachev1alpha1.ReasonRolloutStalled {
 			s.Recorder.Eventf(m, obs.Deployment, corev1.EventTypeWarning, eventRolloutStalled, "Rollout", "%s", c.Message)
 		}
+	}
+	if msg := status.CertificateExpiring(m, obs.Certificate, s.now()); msg != "" {
+		s.Recorder.Eventf(m, nil, corev1.EventTypeWarning, cachev1alpha1.ReasonCertificateExpiring, "Check", "%s", msg)
 	}
 	if obs.Monitor == status.MonitorCRDMissing {
 		if c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionMonitored); c == nil || c.Reason != cachev1alpha1.ReasonServiceMonitorCRDMissing {

@@ -30,6 +30,12 @@ var errSecretsPending = errors.New("the Secrets' watches have not listed yet")
 type mountedSecrets struct {
 	digests desired.SecretDigests
 	problem *status.SecretProblem
+	// certificate is memcached's certificate, valid now for the Service's
+	// name; nil without TLS or with a problem.
+	certificate *secrets.Certificate
+	// recheck is when what the certificate's time says changes next (it
+	// becomes valid, expires soon, or expires); zero if never.
+	recheck time.Time
 }
 
 // mountedSecrets records which Secrets m names (the watcher follows those
@@ -58,6 +64,9 @@ func (s *scope) mountedSecrets() (mountedSecrets, error) {
 		out.digests.TLS, out.problem, err = s.secretDigest(tls.SecretName, desired.TLSKeys(m), uses)
 		if err != nil || out.problem != nil {
 			return out, err
+		}
+		if out.problem = s.checkCertificate(&out, tls.SecretName); out.problem != nil {
+			return out, nil
 		}
 	}
 	if auth := m.Spec.Auth; auth != nil {
@@ -100,4 +109,30 @@ func (s *scope) secretDigest(name string, keys []string, uses []secrets.Use) (st
 		}
 	}
 	return st.Summary.Digest(keys...), nil, nil
+}
+
+// checkCertificate checks the certificate of the Secret name, which holds
+// a usable pair, against the time and the name clients verify; it records
+// the certificate and when to look again in out, or returns why memcached
+// must not serve it.
+func (s *scope) checkCertificate(out *mountedSecrets, name string) *status.SecretProblem {
+	st := s.Secrets.Get(types.NamespacedName{Namespace: s.m.Namespace, Name: name})
+	cert := st.Summary.Serving
+	now := s.now()
+	if now.Before(cert.NotBefore) {
+		out.recheck = cert.NotBefore
+	}
+	if err := cert.Check(now, desired.ServiceHost(s.m.Name, s.m.Namespace)); err != nil {
+		return &status.SecretProblem{
+			Reason:  cachev1alpha1.ReasonSecretInvalid,
+			Message: fmt.Sprintf("Secret %s cannot serve as %s: %v; the Deployment is held as it is until it can", name, secrets.UseServing, err),
+		}
+	}
+	out.certificate = cert
+	if warn := cert.NotAfter.Add(-cert.ExpiringWindow()); now.Before(warn) {
+		out.recheck = warn
+	} else {
+		out.recheck = cert.NotAfter
+	}
+	return nil
 }

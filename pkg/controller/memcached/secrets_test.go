@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -155,4 +156,64 @@ func TestSecretsGateAndRollThePods(t *testing.T) {
 		}
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	converged(t, m)
+}
+
+// memcached's certificate is checked against the time and the Service's
+// name: an expired one, one not valid yet and one for another name are
+// held back and named; a valid one shows its expiry in the status, and one
+// that should have been renewed by now is told once in a Warning event.
+func TestCertificatesAreCheckedForTimeAndName(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	ca, err := testcerts.NewCA("ca")
+	g.Expect(err).NotTo(HaveOccurred())
+	now := time.Now()
+	issue := func(hosts []string, from, to time.Time) testcerts.Pair {
+		p, err := ca.IssueValid("cache", hosts, from, to)
+		g.Expect(err).NotTo(HaveOccurred())
+		return p
+	}
+	names := testcerts.ServiceHosts(ns, "cache")
+	secret := ca.Secret(ns, "cache-tls", issue(names, now.Add(-48*time.Hour), now.Add(-time.Hour)))
+	g.Expect(k8s.Create(ctx, secret)).To(Succeed())
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{TLS: &cachev1alpha1.TLSSpec{SecretName: "cache-tls"}})
+	got := heldFor(t, m, cachev1alpha1.ReasonSecretInvalid, "Secret cache-tls cannot serve as memcached's certificate and key: the certificate in tls.crt expired at ")
+	g.Expect(got.Status.TLS).To(BeNil())
+
+	update := func(p testcerts.Pair) {
+		t.Helper()
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+		secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey] = p.Cert, p.Key
+		g.Expect(k8s.Update(ctx, secret)).To(Succeed())
+	}
+	update(issue(names, now.Add(time.Hour), now.Add(48*time.Hour)))
+	heldFor(t, m, cachev1alpha1.ReasonSecretInvalid, "the certificate in tls.crt is not valid before ")
+	update(issue(testcerts.ServiceHosts(ns, "other"), now.Add(-time.Hour), now.Add(48*time.Hour)))
+	heldFor(t, m, cachev1alpha1.ReasonSecretInvalid, "the certificate in tls.crt does not name cache."+ns+".svc, the Service's name that clients verify")
+
+	valid := issue(names, now.Add(-time.Hour), now.Add(90*24*time.Hour))
+	update(valid)
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
+		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, cachev1alpha1.ConditionDegraded)).To(BeTrue())
+		g.Expect(got.Status.TLS).NotTo(BeNil())
+		g.Expect(got.Status.TLS.NotAfter.Time).To(BeTemporally("~", now.Add(90*24*time.Hour), time.Second))
+		g.Expect(got.Status.TLS.ExpiresSoon).To(BeFalse())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	g.Expect(events(t, ns, "cache", cachev1alpha1.ReasonCertificateExpiring)).To(BeEmpty())
+
+	// An hour-long certificate with 5 minutes left: inside its window
+	// (10 minutes, a sixth of its life).
+	update(issue(names, now.Add(-55*time.Minute), now.Add(5*time.Minute)))
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
+		g.Expect(got.Status.TLS).NotTo(BeNil())
+		g.Expect(got.Status.TLS.ExpiresSoon).To(BeTrue())
+		g.Expect(events(t, ns, "cache", cachev1alpha1.ReasonCertificateExpiring)).To(ConsistOf(
+			HaveField("Note", ContainSubstring("The certificate of Secret cache-tls expires at "))))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	g.Consistently(func() []eventsv1.Event {
+		return events(t, ns, "cache", cachev1alpha1.ReasonCertificateExpiring)
+	}).WithTimeout(3 * time.Second).WithPolling(poll).Should(HaveLen(1), "told once")
 }
