@@ -177,11 +177,11 @@ func TestCertificateExpiresSoon(t *testing.T) {
 	day := 24 * time.Hour
 	ninety := &Certificate{NotBefore: start, NotAfter: start.Add(90 * day)}
 	g.Expect(ninety.ExpiringWindow()).To(Equal(7 * day))
-	g.Expect(ninety.ExpiresSoon(start.Add(60 * day))).To(BeFalse(), "when cert-manager renews it")
+	g.Expect(ninety.ExpiresSoon(start.Add(60*day))).To(BeFalse(), "when cert-manager renews it")
 	g.Expect(ninety.ExpiresSoon(start.Add(83*day - time.Second))).To(BeFalse())
 	g.Expect(ninety.ExpiresSoon(start.Add(83 * day))).To(BeTrue())
 	hour := &Certificate{NotBefore: start, NotAfter: start.Add(time.Hour)}
 	g.Expect(hour.ExpiringWindow()).To(Equal(10 * time.Minute))
-	g.Expect(hour.ExpiresSoon(start.Add(40 * time.Minute))).To(BeFalse(), "when cert-manager renews it")
+	g.Expect(hour.ExpiresSoon(start.Add(40*time.Minute))).To(BeFalse(), "when cert-manager renews it")
 	g.Expect(hour.ExpiresSoon(start.Add(50 * time.Minute))).To(BeTrue())
 }

@@ -215,5 +215,5 @@ func TestCertificatesAreCheckedForTimeAndName(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	g.Consistently(func() []eventsv1.Event {
 		return events(t, ns, "cache", cachev1alpha1.ReasonCertificateExpiring)
-	}).WithTimeout(3 * time.Second).WithPolling(poll).Should(HaveLen(1), "told once")
+	}).WithTimeout(3*time.Second).WithPolling(poll).Should(HaveLen(1), "told once")
 }
