@@ -87,6 +87,7 @@ verify: generate manifests chart bundle ## Regenerate everything and fail on any
 
 .PHONY: test
 test: k8s-binaries build helm $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run all tests: unit, integration (real kube-apiserver, local cluster) and end-to-end (with a real node).
+	$(MAKE) --no-print-directory vulncheck
 	go test -tags integration $(GO_TEST_FLAGS) ./...
 	go test -tags e2e -timeout 30m $(GO_TEST_FLAGS) ./e2e/...
 	$(MAKE) --no-print-directory bench-check
@@ -114,6 +115,21 @@ fuzz: k8s-binaries ## Fuzz the builders and the apply-skipping rule against a re
 	go test -tags integration ./pkg/owned -run '^$$' -fuzz FuzzRecordedObjectAppliesNothing -fuzztime $(FUZZTIME) -fuzzminimizetime 100x
 
 .PHONY: bench-check
+GOVULNCHECK := $(BIN_DIR)/govulncheck
+VULNDB := $(BIN_DIR)/vulndb
+$(GOVULNCHECK): hack/tools/vuln/go.mod hack/tools/vuln/go.sum
+	cd hack/tools/vuln && CGO_ENABLED=0 go build -trimpath -o $(GOVULNCHECK) golang.org/x/vuln/cmd/govulncheck
+# The database, built from the advisories of the golang.org/x/vulndb version
+# that hack/tools/vuln pins: no network, and the same answer on every machine.
+$(VULNDB)/index/db.json: hack/tools/vuln/go.mod hack/tools/vuln/go.sum
+	cd hack/tools/vuln && go build -o $(BIN_DIR)/indexdb golang.org/x/vulndb/cmd/indexdb
+	rm -rf $(VULNDB)
+	$(BIN_DIR)/indexdb -vulns "$$(cd hack/tools/vuln && go list -m -f '{{.Dir}}' golang.org/x/vulndb)/data/osv" -out $(VULNDB)
+
+.PHONY: vulncheck
+vulncheck: $(GOVULNCHECK) $(VULNDB)/index/db.json ## Fail on a known vulnerability the operator's or the reloader's code reaches that hack/vuln-accepted.txt does not accept with a reason (govulncheck, offline database).
+	go run ./hack/vulncheck -govulncheck $(GOVULNCHECK) -db $(VULNDB) -accepted hack/vuln-accepted.txt ./cmd/...
+
 bench-check: k8s-binaries build ## A small benchmark (20 Memcacheds, no baseline) that fails when a hard promise breaks: any 409, any request at rest.
 	go run ./hack/bench -n 20 -skip-baseline -steady 15s -sync-period 5s
 
