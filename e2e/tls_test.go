@@ -126,6 +126,17 @@ func clientTLS(ca *testcerts.CA, key client.ObjectKey, pair *testcerts.Pair) *tl
 	return conf
 }
 
+// putCertificate writes pair into the kubernetes.io/tls Secret key, as a
+// renewal does.
+func putCertificate(ctx context.Context, t *testing.T, c client.Client, key client.ObjectKey, pair testcerts.Pair) {
+	t.Helper()
+	g := NewWithT(t)
+	secret := &corev1.Secret{}
+	g.Expect(c.Get(ctx, key, secret)).To(Succeed())
+	secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey] = pair.Cert, pair.Key
+	g.Expect(c.Update(ctx, secret)).To(Succeed())
+}
+
 // authFile is an authentication file with one user.
 func authFile(user, password string) []byte { return []byte(user + ":" + password + "\n") }
 
@@ -324,10 +335,7 @@ func TestSecretRotationKeepsServing(t *testing.T) {
 			start := time.Now()
 			renewed, err := ca.IssueForService(ns, key().Name)
 			g.Expect(err).NotTo(HaveOccurred())
-			secret := &corev1.Secret{}
-			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rotated-tls"}, secret)).To(Succeed())
-			secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey] = renewed.Cert, renewed.Key
-			g.Expect(c.Update(ctx, secret)).To(Succeed())
+			putCertificate(ctx, t, c, client.ObjectKey{Namespace: ns, Name: "rotated-tls"}, renewed)
 			renewedLeaf, err := tls.X509KeyPair(renewed.Cert, renewed.Key)
 			g.Expect(err).NotTo(HaveOccurred())
 			// The kubelet places the new files on its next sync of each pod
@@ -457,10 +465,7 @@ func TestAFailedReloadRestartsThePods(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			foreign, err := other.IssueForService(ns, key().Name)
 			g.Expect(err).NotTo(HaveOccurred())
-			secret := &corev1.Secret{}
-			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "unreloadable-tls"}, secret)).To(Succeed())
-			secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey] = foreign.Cert, foreign.Key
-			g.Expect(c.Update(ctx, secret)).To(Succeed())
+			putCertificate(ctx, t, c, client.ObjectKey{Namespace: ns, Name: "unreloadable-tls"}, foreign)
 			start := time.Now()
 
 			g.Eventually(func(g Gomega) {
@@ -578,10 +583,7 @@ func TestAnExpiredCertificateIsNotServed(t *testing.T) {
 			now := time.Now()
 			expired, err := ca.IssueValid(key().Name, testcerts.ServiceHosts(ns, key().Name), now.Add(-48*time.Hour), now.Add(-time.Hour))
 			g.Expect(err).NotTo(HaveOccurred())
-			secret := &corev1.Secret{}
-			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "expiring-tls"}, secret)).To(Succeed())
-			secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey] = expired.Cert, expired.Key
-			g.Expect(c.Update(ctx, secret)).To(Succeed())
+			putCertificate(ctx, t, c, client.ObjectKey{Namespace: ns, Name: "expiring-tls"}, expired)
 
 			g.Eventually(func(g Gomega) {
 				g.Expect(c.Get(ctx, key(), m)).To(Succeed())
