@@ -22,10 +22,6 @@ import (
 	"github.com/example/memcached-operator/pkg/reload"
 )
 
-// exitReloadFailed is the exit code of a reload not confirmed in time;
-// reload.FailedExitCode in the operator's terms.
-const exitReloadFailed = reload.FailedExitCode
-
 func main() {
 	var (
 		c              reload.Config
@@ -62,7 +58,7 @@ func main() {
 			log.Error("cannot write the termination message", "error", werr.Error())
 		}
 		stop()
-		os.Exit(exitReloadFailed)
+		os.Exit(reload.FailedExitCode)
 	}
 	stop()
 	os.Exit(1)

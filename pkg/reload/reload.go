@@ -71,6 +71,10 @@ type Config struct {
 	Log *slog.Logger
 }
 
+// FailedExitCode is the reloader's exit code when a reload was not
+// confirmed in time (a Failure); its termination message then says why.
+const FailedExitCode = 3
+
 // Failure is a reload that was not confirmed in time.
 type Failure struct {
 	// What is "certificate" or "authentication file".
@@ -499,7 +503,3 @@ func findProcess(proc, name string) (int, error) {
 	}
 	return 0, fmt.Errorf("no %s process is visible: the pod must share its process namespace", name)
 }
-
-// FailedExitCode is the reloader's exit code when a reload was not
-// confirmed in time; its termination message then says why.
-const FailedExitCode = 3
