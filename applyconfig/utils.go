@@ -50,6 +50,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.MemcachedStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MonitoringSpec"):
 		return &apiv1alpha1.MonitoringSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NetworkPolicyPeer"):
+		return &apiv1alpha1.NetworkPolicyPeerApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NetworkPolicySpec"):
+		return &apiv1alpha1.NetworkPolicySpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NodeAffinity"):
 		return &apiv1alpha1.NodeAffinityApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NodeSelector"):

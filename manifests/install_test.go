@@ -416,6 +416,8 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 		"cache.example.com/memcacheds:get", "cache.example.com/memcacheds:list", "cache.example.com/memcacheds:patch", "cache.example.com/memcacheds:watch",
 		"cache.example.com/memcacheds/status:get", "cache.example.com/memcacheds/status:patch",
 		"events.k8s.io/events:create", "events.k8s.io/events:patch",
+		"networking.k8s.io/networkpolicies:create", "networking.k8s.io/networkpolicies:delete", "networking.k8s.io/networkpolicies:get",
+		"networking.k8s.io/networkpolicies:list", "networking.k8s.io/networkpolicies:patch", "networking.k8s.io/networkpolicies:watch",
 		"monitoring.coreos.com/servicemonitors:create", "monitoring.coreos.com/servicemonitors:delete", "monitoring.coreos.com/servicemonitors:get",
 		"monitoring.coreos.com/servicemonitors:list", "monitoring.coreos.com/servicemonitors:patch", "monitoring.coreos.com/servicemonitors:watch",
 		"policy/poddisruptionbudgets:create", "policy/poddisruptionbudgets:delete", "policy/poddisruptionbudgets:get",

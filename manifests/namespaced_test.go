@@ -28,7 +28,7 @@ const watchedNamespace = "memcached"
 
 // clusterWide matches a request for one of the operator's kinds across all
 // namespaces: a list or watch that would put every namespace in its cache.
-var clusterWide = regexp.MustCompile(`^/apis?/(apps/v1/deployments|v1/services|policy/v1/poddisruptionbudgets|cache\.example\.com/v1alpha1/memcacheds)$`)
+var clusterWide = regexp.MustCompile(`^/apis?/(apps/v1/deployments|v1/services|policy/v1/poddisruptionbudgets|networking\.k8s\.io/v1/networkpolicies|cache\.example\.com/v1alpha1/memcacheds)$`)
 
 // TestNamespacedInstallWatchesOnlyItsNamespace installs manifests/namespaced
 // and runs the operator as its ServiceAccount with only that overlay's

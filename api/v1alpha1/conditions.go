@@ -68,6 +68,9 @@ const (
 	// ReasonServiceMonitorNotOwned: a ServiceMonitor with the Memcached's
 	// name exists and is not controlled by it; the operator leaves it alone.
 	ReasonServiceMonitorNotOwned = "ServiceMonitorNotOwned"
+	// ReasonNetworkPolicyNotOwned: a NetworkPolicy with the Memcached's
+	// name exists and is not controlled by it.
+	ReasonNetworkPolicyNotOwned = "NetworkPolicyNotOwned"
 	// ReasonServiceMonitorReady: the Memcached's ServiceMonitor exists.
 	ReasonServiceMonitorReady = "ServiceMonitorReady"
 	// ReasonServiceMonitorCRDMissing: the cluster had no ServiceMonitor CRD

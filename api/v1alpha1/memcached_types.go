@@ -149,6 +149,15 @@ type MemcachedSpec struct {
 	// +optional
 	Auth *AuthSpec `json:"auth,omitempty"`
 
+	// networkPolicy, when enabled, makes a NetworkPolicy named after the
+	// Memcached that lets only the clients it names reach memcached's port
+	// and only the metrics clients it names reach the exporter's; nothing
+	// else reaches the pods. It takes effect where the cluster's network
+	// plugin enforces NetworkPolicies. Off when empty.
+	//
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
 	// resources are the memcached container's compute resources. When
 	// empty, the container has no requests or limits.
 	//
@@ -304,6 +313,52 @@ type MonitoringSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="!has(self.claims) || size(self.claims) == 0",message="claims cannot be used: the memcached pods claim no dynamic resources"
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// NetworkPolicySpec configures the NetworkPolicy of a Memcached.
+type NetworkPolicySpec struct {
+	// enabled makes the NetworkPolicy. Turning it off deletes it, and
+	// every pod that reaches the memcached pods may connect again.
+	//
+	// +required
+	Enabled bool `json:"enabled"`
+
+	// clients are the pods that may connect to memcached's port. When
+	// empty, every pod of the Memcached's namespace may.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Clients []NetworkPolicyPeer `json:"clients,omitempty"`
+
+	// metricsClients are the pods that may connect to the exporter's port
+	// while monitoring is enabled. When empty, every pod of the namespaces
+	// labelled metrics: enabled may: the label the operator's own metrics
+	// NetworkPolicy admits; give it to the namespace Prometheus runs in.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	MetricsClients []NetworkPolicyPeer `json:"metricsClients,omitempty"`
+}
+
+// NetworkPolicyPeer selects pods as a NetworkPolicy's peer does: with
+// podSelector only, the pods it selects in the Memcached's namespace; with
+// namespaceSelector only, every pod of the namespaces it selects; with
+// both, the pods podSelector selects in those namespaces. An empty
+// selector ({}) selects all.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.podSelector) || has(self.namespaceSelector)",message="set podSelector, namespaceSelector or both: {} selects every pod or every namespace"
+type NetworkPolicyPeer struct {
+	// podSelector selects the pods that may connect.
+	//
+	// +optional
+	PodSelector *LabelSelector `json:"podSelector,omitempty"`
+
+	// namespaceSelector selects the namespaces whose pods may connect.
+	//
+	// +optional
+	NamespaceSelector *LabelSelector `json:"namespaceSelector,omitempty"`
 }
 
 // MemcachedStatus is the observed state of a Memcached cache, rebuilt by the

@@ -160,6 +160,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: monitoring
       type:
         namedType: com.github.example.memcached-operator.api.v1alpha1.MonitoringSpec
+    - name: networkPolicy
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.NetworkPolicySpec
     - name: nodeSelector
       type:
         map:
@@ -260,6 +263,33 @@ var schemaYAML = typed.YAMLObject(`types:
         map:
           elementType:
             namedType: com.github.example.memcached-operator.api.v1alpha1.LabelValue
+          elementRelationship: atomic
+- name: com.github.example.memcached-operator.api.v1alpha1.NetworkPolicyPeer
+  map:
+    fields:
+    - name: namespaceSelector
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.LabelSelector
+    - name: podSelector
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.LabelSelector
+- name: com.github.example.memcached-operator.api.v1alpha1.NetworkPolicySpec
+  map:
+    fields:
+    - name: clients
+      type:
+        list:
+          elementType:
+            namedType: com.github.example.memcached-operator.api.v1alpha1.NetworkPolicyPeer
+          elementRelationship: atomic
+    - name: enabled
+      type:
+        scalar: boolean
+    - name: metricsClients
+      type:
+        list:
+          elementType:
+            namedType: com.github.example.memcached-operator.api.v1alpha1.NetworkPolicyPeer
           elementRelationship: atomic
 - name: com.github.example.memcached-operator.api.v1alpha1.NodeAffinity
   map:

@@ -53,6 +53,11 @@ func podAffinity(t term) *cachev1alpha1.Affinity {
 
 var selector = &cachev1alpha1.LabelSelector{MatchLabels: map[string]lv{"app": "cache"}}
 
+// clients is a NetworkPolicy admitting peers to memcached's port.
+func clients(peers ...cachev1alpha1.NetworkPolicyPeer) *cachev1alpha1.NetworkPolicySpec {
+	return &cachev1alpha1.NetworkPolicySpec{Enabled: true, Clients: peers}
+}
+
 // Every spec below is refused when the Memcached is applied, with a
 // message naming the field; and for those marked byAPIServer, the test
 // also builds the objects from the spec as if it had been admitted and
@@ -117,6 +122,11 @@ func TestSpecsThatCannotRunAreRefusedAtAdmission(t *testing.T) {
 		{"auth key ..", cachev1alpha1.MemcachedSpec{Auth: &cachev1alpha1.AuthSpec{SecretName: "users", Key: "..x"}}, "key must not be '.' nor start with '..'", byOperator},                                                          // no Secret can have it: the pods would never start
 		{"auth with monitoring", cachev1alpha1.MemcachedSpec{Auth: &cachev1alpha1.AuthSpec{SecretName: "users"}, Monitoring: &cachev1alpha1.MonitoringSpec{Enabled: true}}, "auth and monitoring cannot be on together", byOperator}, // the exporter would fail every scrape
 		{"pod annotation of the operator", cachev1alpha1.MemcachedSpec{PodAnnotations: map[string]cachev1alpha1.AnnotationValue{desired.AnnotationTLSDigest: "x"}}, "podAnnotations must not set keys under cache.example.com/", byOperator},
+		{"network policy client selecting nothing", cachev1alpha1.MemcachedSpec{NetworkPolicy: clients(cachev1alpha1.NetworkPolicyPeer{})}, "set podSelector, namespaceSelector or both", byAPIServer},
+		{"network policy client label key", cachev1alpha1.MemcachedSpec{NetworkPolicy: clients(cachev1alpha1.NetworkPolicyPeer{PodSelector: &cachev1alpha1.LabelSelector{MatchLabels: map[string]lv{"bad key": "x"}}})}, "matchLabels keys must be label keys", byAPIServer},
+		{"network policy client label value", cachev1alpha1.MemcachedSpec{NetworkPolicy: clients(cachev1alpha1.NetworkPolicyPeer{NamespaceSelector: &cachev1alpha1.LabelSelector{MatchLabels: map[string]lv{"team": "-x"}}})}, "spec.networkPolicy.clients[0].namespaceSelector.matchLabels.team", byAPIServer},
+		{"network policy metrics client expression", cachev1alpha1.MemcachedSpec{Monitoring: &cachev1alpha1.MonitoringSpec{Enabled: true}, NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true,
+			MetricsClients: []cachev1alpha1.NetworkPolicyPeer{{NamespaceSelector: &cachev1alpha1.LabelSelector{MatchExpressions: []lsr{{Key: "team", Operator: "In"}}}}}}}, "values must be set with operator In or NotIn", byAPIServer},
 		{"memory request above limit", cachev1alpha1.MemcachedSpec{Resources: &corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},

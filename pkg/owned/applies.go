@@ -20,6 +20,7 @@ import (
 	monitoringv1ac "github.com/prometheus-operator/prometheus-operator/pkg/client/applyconfiguration/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -265,6 +267,8 @@ func digestOf(obj client.Object, schemas *Schemas) (Digest, error) {
 		owned, err = corev1ac.ExtractService(o, FieldManager)
 	case *policyv1.PodDisruptionBudget:
 		owned, err = policyv1ac.ExtractPodDisruptionBudget(o, FieldManager)
+	case *networkingv1.NetworkPolicy:
+		owned, err = networkingv1ac.ExtractNetworkPolicy(o, FieldManager)
 	case *monitoringv1.ServiceMonitor:
 		owned, err = extractServiceMonitor(o, schemas)
 	default:

@@ -13,6 +13,7 @@ import (
 	monitoringv1client "github.com/prometheus-operator/prometheus-operator/pkg/client/versioned/typed/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	policyv1client "k8s.io/client-go/kubernetes/typed/policy/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -31,9 +33,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// Store watches the Deployments, Services, PodDisruptionBudgets and
-// ServiceMonitors that carry the operator's label, in the namespaces it watches, and keeps a
-// Summary of each. It is not the manager's cache: that cache would hand
+// Store watches the Deployments, Services, PodDisruptionBudgets,
+// NetworkPolicies and ServiceMonitors that carry the operator's label, in
+// the namespaces it watches, and keeps a Summary of each. It is not the manager's cache: that cache would hand
 // out summaries as if they were whole objects. Add it to the manager as a
 // Runnable; it runs on every replica, leader or not, so that a new leader
 // starts with it filled.
@@ -214,6 +216,10 @@ func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector, 
 	if err != nil {
 		return nil, err
 	}
+	networking, err := networkingv1client.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
 	monitoring, err := monitoringv1client.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, err
@@ -234,6 +240,7 @@ func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector, 
 		{KindDeployment, apps.RESTClient(), appsv1.SchemeGroupVersion.WithResource("deployments"), &appsv1.Deployment{}},
 		{KindService, core.RESTClient(), corev1.SchemeGroupVersion.WithResource("services"), &corev1.Service{}},
 		{KindPodDisruptionBudget, policy.RESTClient(), policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), &policyv1.PodDisruptionBudget{}},
+		{KindNetworkPolicy, networking.RESTClient(), networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), &networkingv1.NetworkPolicy{}},
 	}
 	if schemas.ServiceMonitors() {
 		kinds = append(kinds, watched{KindServiceMonitor, monitoring.RESTClient(), monitoringv1.SchemeGroupVersion.WithResource(monitoringv1.ServiceMonitorName), &monitoringv1.ServiceMonitor{}})
@@ -430,7 +437,7 @@ func lookup[T any](set map[Kind]map[string]toolscache.SharedIndexInformer, k Kin
 // store and asks the apiserver nothing for it.
 func (s *Store) Sources(h handler.EventHandler) []source.Source {
 	var out []source.Source
-	for _, k := range []Kind{KindDeployment, KindService, KindPodDisruptionBudget, KindServiceMonitor} {
+	for _, k := range []Kind{KindDeployment, KindService, KindPodDisruptionBudget, KindServiceMonitor, KindNetworkPolicy} {
 		for _, inf := range s.informers[k] {
 			out = append(out, &syncingSource{Informer: source.Informer{Informer: inf, Handler: h}, synced: inf.HasSynced})
 		}

@@ -1,6 +1,6 @@
 // Package owned is what the operator knows of the objects it owns: a
-// Summary of each Deployment, Service, PodDisruptionBudget and
-// ServiceMonitor it made, kept in a Store that watches only those
+// Summary of each Deployment, Service, PodDisruptionBudget,
+// ServiceMonitor and NetworkPolicy it made, kept in a Store that watches only those
 // (store.go); and the one rule that makes a Memcached at rest cost no
 // request (applies.go): an apply configuration the operator builds equals,
 // field for field, what the apiserver recorded of the operator's last apply
@@ -18,6 +18,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,7 +32,7 @@ import (
 const (
 	// FieldManager owns the fields the operator sets on the objects it
 	// creates for a Memcached: its Deployment, Service,
-	// PodDisruptionBudget and ServiceMonitor.
+	// PodDisruptionBudget, ServiceMonitor and NetworkPolicy.
 	FieldManager = "memcached-operator"
 	// StatusFieldManager owns the fields the operator sets in a Memcached's
 	// status: its conditions, observedGeneration, replicas, readyReplicas,
@@ -50,10 +51,12 @@ const (
 	// KindServiceMonitor is the Prometheus Operator's ServiceMonitor, made
 	// only in clusters that have its CRD.
 	KindServiceMonitor Kind = "ServiceMonitor"
+	// KindNetworkPolicy is made only for a Memcached that asks for one.
+	KindNetworkPolicy Kind = "NetworkPolicy"
 )
 
 // Summary is what the operator keeps of a Deployment, Service,
-// PodDisruptionBudget or ServiceMonitor: with many Memcacheds these objects
+// PodDisruptionBudget, ServiceMonitor or NetworkPolicy: with many Memcacheds these objects
 // would be most of its memory (docs/benchmarks.md), and it reads little of
 // them.
 //
@@ -96,7 +99,7 @@ type Summary struct {
 func (s *Summary) Kind() Kind { return Kind(s.TypeMeta.Kind) }
 
 // Summarize returns the summary of a Deployment, Service,
-// PodDisruptionBudget or ServiceMonitor, with the digest of what
+// PodDisruptionBudget, ServiceMonitor or NetworkPolicy, with the digest of what
 // FieldManager owns of it (typed with schemas). obj must be whole, as the
 // apiserver returns it.
 func Summarize(obj client.Object, schemas *Schemas) (*Summary, error) {
@@ -133,6 +136,8 @@ func SummarizeAnswer(obj client.Object) (*Summary, error) {
 		s.TypeMeta = metav1.TypeMeta{APIVersion: policyv1.SchemeGroupVersion.String(), Kind: string(KindPodDisruptionBudget)}
 	case *monitoringv1.ServiceMonitor:
 		s.TypeMeta = metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: string(KindServiceMonitor)}
+	case *networkingv1.NetworkPolicy:
+		s.TypeMeta = metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: string(KindNetworkPolicy)}
 	default:
 		return nil, fmt.Errorf("no summary for %T", obj)
 	}

@@ -305,6 +305,7 @@ func NotOwnedReason(kind owned.Kind) string {
 		owned.KindService:             cachev1alpha1.ReasonServiceNotOwned,
 		owned.KindPodDisruptionBudget: cachev1alpha1.ReasonPodDisruptionBudgetNotOwned,
 		owned.KindServiceMonitor:      cachev1alpha1.ReasonServiceMonitorNotOwned,
+		owned.KindNetworkPolicy:       cachev1alpha1.ReasonNetworkPolicyNotOwned,
 	}[kind]
 }
 

@@ -88,6 +88,12 @@ type MemcachedSpecApplyConfiguration struct {
 	// a time. The exporter cannot authenticate, so auth and monitoring
 	// cannot be on together.
 	Auth *AuthSpecApplyConfiguration `json:"auth,omitempty"`
+	// networkPolicy, when enabled, makes a NetworkPolicy named after the
+	// Memcached that lets only the clients it names reach memcached's port
+	// and only the metrics clients it names reach the exporter's; nothing
+	// else reaches the pods. It takes effect where the cluster's network
+	// plugin enforces NetworkPolicies. Off when empty.
+	NetworkPolicy *NetworkPolicySpecApplyConfiguration `json:"networkPolicy,omitempty"`
 	// resources are the memcached container's compute resources. When
 	// empty, the container has no requests or limits.
 	Resources *v1.ResourceRequirements `json:"resources,omitempty"`
@@ -247,6 +253,14 @@ func (b *MemcachedSpecApplyConfiguration) WithTLS(value *TLSSpecApplyConfigurati
 // If called multiple times, the Auth field is set to the value of the last call.
 func (b *MemcachedSpecApplyConfiguration) WithAuth(value *AuthSpecApplyConfiguration) *MemcachedSpecApplyConfiguration {
 	b.Auth = value
+	return b
+}
+
+// WithNetworkPolicy sets the NetworkPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NetworkPolicy field is set to the value of the last call.
+func (b *MemcachedSpecApplyConfiguration) WithNetworkPolicy(value *NetworkPolicySpecApplyConfiguration) *MemcachedSpecApplyConfiguration {
+	b.NetworkPolicy = value
 	return b
 }
 

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -55,6 +56,11 @@ type Input struct {
 	// spec.auth's key (of a Secret named "users").
 	TLSSecret, ClientCerts string
 	AuthKey                string
+	// NetworkPolicy turns spec.networkPolicy on; with ClientKey, its one
+	// client is the pods labelled ClientKey: ClientValue in the namespaces
+	// labelled the same.
+	NetworkPolicy          bool
+	ClientKey, ClientValue string
 }
 
 // Digests are the digests the builders get: any value of a digest.
@@ -93,6 +99,9 @@ var Seeds = []Seed{
 	{In: Input{Name: "secure", Size: 2, Port: 11211, TLSSecret: "secure-tls", ClientCerts: "Require", AuthKey: "memcached.users"}, Admitted: true},
 	{In: Input{Name: "tls-monitored", Size: 1, Port: 11211, Monitoring: true, TLSSecret: "tls", ClientCerts: "Request"}, Admitted: true},
 	{In: Input{Name: "auth-dot-dot", Size: 1, Port: 11211, AuthKey: ".."}, Admitted: false}, // no Secret can hold that key
+	{In: Input{Name: "fenced", Size: 2, Port: 11211, Monitoring: true, NetworkPolicy: true}, Admitted: true},
+	{In: Input{Name: "fenced-clients", Size: 1, Port: 11311, NetworkPolicy: true, ClientKey: "example.com/role", ClientValue: "web"}, Admitted: true},
+	{In: Input{Name: "fenced-bad-key", Size: 1, Port: 11211, NetworkPolicy: true, ClientKey: "-role", ClientValue: "web"}, Admitted: false}, // not a label key
 }
 
 // Fuzz adds the seeds to f and fuzzes check with inputs of every shape.
@@ -103,18 +112,21 @@ func Fuzz(f *testing.F, check func(t *testing.T, in Input)) {
 			in.MaxItemSize, in.Verbosity, in.Monitoring, in.PodLabelKey, in.PodLabelValue,
 			in.TolKey, in.TolOp, in.TolValue, in.TolEffect, in.TolSeconds,
 			in.SpreadKey, in.SpreadWhen, in.SpreadSkew, in.NodeKey, in.NodeOp, in.NodeValue,
-			in.TLSSecret, in.ClientCerts, in.AuthKey)
+			in.TLSSecret, in.ClientCerts, in.AuthKey,
+			in.NetworkPolicy, in.ClientKey, in.ClientValue)
 	}
 	f.Fuzz(func(t *testing.T, name string, size, port int32, image string, mem, conns, threads int32, cpu, memory string,
 		maxItemSize string, verbosity int32, monitoring bool, podLabelKey, podLabelValue string,
 		tolKey, tolOp, tolValue, tolEffect string, tolSeconds int64,
 		spreadKey, spreadWhen string, spreadSkew int32, nodeKey, nodeOp, nodeValue string,
-		tlsSecret, clientCerts, authKey string) {
+		tlsSecret, clientCerts, authKey string,
+		networkPolicy bool, clientKey, clientValue string) {
 		check(t, Input{name, size, port, image, mem, conns, threads, cpu, memory,
 			maxItemSize, verbosity, monitoring, podLabelKey, podLabelValue,
 			tolKey, tolOp, tolValue, tolEffect, tolSeconds,
 			spreadKey, spreadWhen, spreadSkew, nodeKey, nodeOp, nodeValue,
-			tlsSecret, clientCerts, authKey})
+			tlsSecret, clientCerts, authKey,
+			networkPolicy, clientKey, clientValue})
 	})
 }
 
@@ -171,6 +183,13 @@ func (in Input) Memcached(namespace string) *cachev1alpha1.Memcached {
 	if in.AuthKey != "" {
 		m.Spec.Auth = &cachev1alpha1.AuthSpec{SecretName: "users", Key: in.AuthKey}
 	}
+	if in.NetworkPolicy {
+		m.Spec.NetworkPolicy = &cachev1alpha1.NetworkPolicySpec{Enabled: true}
+		if in.ClientKey != "" {
+			sel := &cachev1alpha1.LabelSelector{MatchLabels: map[string]cachev1alpha1.LabelValue{in.ClientKey: cachev1alpha1.LabelValue(in.ClientValue)}}
+			m.Spec.NetworkPolicy.Clients = []cachev1alpha1.NetworkPolicyPeer{{PodSelector: sel, NamespaceSelector: sel}}
+		}
+	}
 	if in.NodeKey != "" || in.NodeOp != "" {
 		req := cachev1alpha1.NodeSelectorRequirement{Key: cachev1alpha1.LabelKey(in.NodeKey), Operator: in.NodeOp}
 		if in.NodeValue != "" {
@@ -186,8 +205,9 @@ func (in Input) Memcached(namespace string) *cachev1alpha1.Memcached {
 }
 
 // Objects are the apply configurations the operator builds for m, by
-// kind: the Deployment, Service and PodDisruptionBudget, and the
-// ServiceMonitor when m asks for monitoring.
+// kind: the Deployment, Service and PodDisruptionBudget, the
+// ServiceMonitor when m asks for monitoring and the NetworkPolicy when m
+// asks for one.
 func Objects(m *cachev1alpha1.Memcached, images desired.Images, digests desired.SecretDigests) map[owned.Kind]runtime.ApplyConfiguration {
 	objs := map[owned.Kind]runtime.ApplyConfiguration{
 		owned.KindDeployment:          desired.Deployment(m, images, digests),
@@ -196,6 +216,9 @@ func Objects(m *cachev1alpha1.Memcached, images desired.Images, digests desired.
 	}
 	if desired.Monitored(m) {
 		objs[owned.KindServiceMonitor] = desired.ServiceMonitor(m)
+	}
+	if desired.WantsNetworkPolicy(m) {
+		objs[owned.KindNetworkPolicy] = desired.NetworkPolicy(m)
 	}
 	return objs
 }
@@ -242,6 +265,8 @@ func (c *Clients) DryRunApply(ctx context.Context, m *cachev1alpha1.Memcached, i
 			a.Object, a.Err = c.kube.CoreV1().Services(m.Namespace).Apply(ctx, ac, DryRun)
 		case *policyv1ac.PodDisruptionBudgetApplyConfiguration:
 			a.Object, a.Err = c.kube.PolicyV1().PodDisruptionBudgets(m.Namespace).Apply(ctx, ac, DryRun)
+		case *networkingv1ac.NetworkPolicyApplyConfiguration:
+			a.Object, a.Err = c.kube.NetworkingV1().NetworkPolicies(m.Namespace).Apply(ctx, ac, DryRun)
 		case *monitoringv1ac.ServiceMonitorApplyConfiguration:
 			a.Object, a.Err = c.monitoring.MonitoringV1().ServiceMonitors(m.Namespace).Apply(ctx, ac, DryRun)
 		default:

@@ -69,6 +69,14 @@ func Specs() map[string]cachev1alpha1.MemcachedSpec {
 			Size:       ptr.To[int32](2),
 			Monitoring: &cachev1alpha1.MonitoringSpec{Enabled: true, Interval: "30s", ServiceMonitorLabels: map[string]cachev1alpha1.LabelValue{"release": "prometheus"}},
 		}),
+		"network-policy": admitted(cachev1alpha1.MemcachedSpec{
+			Size:       ptr.To[int32](2),
+			Monitoring: &cachev1alpha1.MonitoringSpec{Enabled: true},
+			NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true, Clients: []cachev1alpha1.NetworkPolicyPeer{
+				{PodSelector: &cachev1alpha1.LabelSelector{MatchLabels: map[string]cachev1alpha1.LabelValue{"app": "web"}}},
+				{NamespaceSelector: &cachev1alpha1.LabelSelector{MatchExpressions: []cachev1alpha1.LabelSelectorRequirement{{Key: "team", Operator: "In", Values: []cachev1alpha1.LabelValue{"payments"}}}}},
+			}},
+		}),
 		"tls-auth": admitted(cachev1alpha1.MemcachedSpec{
 			Size: ptr.To[int32](2),
 			TLS:  &cachev1alpha1.TLSSpec{SecretName: "cache-tls", ClientCertificates: cachev1alpha1.ClientCertificatesRequire},
@@ -87,13 +95,13 @@ func Memcached(name string) *cachev1alpha1.Memcached {
 
 // Render is the YAML of the objects the operator builds for m, in a fixed
 // order: Deployment, Service, PodDisruptionBudget (when m has one),
-// ServiceMonitor (when monitored).
+// ServiceMonitor (when monitored), NetworkPolicy (when m asks for one).
 func Render(m *cachev1alpha1.Memcached) ([]byte, error) {
 	images := desired.Images{Memcached: desired.DefaultImage, Exporter: desired.DefaultExporterImage, Reloader: "memcached-operator:latest"}
 	digests := desired.SecretDigests{TLS: "sha256:tls-content", Auth: "sha256:auth-content"}
 	objs := fuzzspec.Objects(m, images, digests)
 	var out bytes.Buffer
-	for _, kind := range []owned.Kind{owned.KindDeployment, owned.KindService, owned.KindPodDisruptionBudget, owned.KindServiceMonitor} {
+	for _, kind := range []owned.Kind{owned.KindDeployment, owned.KindService, owned.KindPodDisruptionBudget, owned.KindServiceMonitor, owned.KindNetworkPolicy} {
 		obj, ok := objs[kind]
 		if !ok || (kind == owned.KindPodDisruptionBudget && !desired.WantsPodDisruptionBudget(m)) {
 			continue

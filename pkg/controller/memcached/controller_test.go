@@ -365,7 +365,7 @@ func TestOnlyAppliesAreWritten(t *testing.T) {
 // body is DeleteOptions, in protobuf: its one UID is the precondition's.
 func writesOtherThanApplies(rs []testenv.Request) []testenv.Request {
 	uid := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
-	deletable := regexp.MustCompile(`/(poddisruptionbudgets|servicemonitors|deployments)/[^/]+$`)
+	deletable := regexp.MustCompile(`/(poddisruptionbudgets|servicemonitors|networkpolicies|deployments)/[^/]+$`)
 	var bad []testenv.Request
 	for _, r := range rs {
 		switch {

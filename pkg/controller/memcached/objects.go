@@ -9,6 +9,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +43,10 @@ var (
 	podDisruptionBudgets = ownedKind{
 		kind:   owned.KindPodDisruptionBudget,
 		newObj: func() client.Object { return &policyv1.PodDisruptionBudget{} },
+	}
+	networkPolicies = ownedKind{
+		kind:   owned.KindNetworkPolicy,
+		newObj: func() client.Object { return &networkingv1.NetworkPolicy{} },
 	}
 	serviceMonitors = ownedKind{
 		kind:   owned.KindServiceMonitor,
@@ -299,7 +304,11 @@ func (s *scope) remove(ctx context.Context, k ownedKind) error {
 	case err != nil:
 		return fmt.Errorf("deleting %s %s: %w", k.kind, m.Name, err)
 	}
-	s.reports = append(s.reports, report{reason: eventDeleted, note: fmt.Sprintf("deleted %s %s (size is %d)", k.kind, m.Name, desired.Replicas(m)), obj: current})
+	note := fmt.Sprintf("deleted %s %s", k.kind, m.Name)
+	if k.kind == owned.KindPodDisruptionBudget {
+		note += fmt.Sprintf(" (size is %d)", desired.Replicas(m))
+	}
+	s.reports = append(s.reports, report{reason: eventDeleted, note: note, obj: current})
 	return nil
 }
 

@@ -58,8 +58,8 @@ func newScope(r *Reconciler, m *cachev1alpha1.Memcached) *scope {
 	return &scope{Reconciler: r, m: m, obs: status.Observation{Image: r.Images.Image(m)}}
 }
 
-// reconcileObjects makes m's Deployment, Service, PodDisruptionBudget and
-// ServiceMonitor what m asks for, sending an apply only for an object
+// reconcileObjects makes m's Deployment, Service, PodDisruptionBudget,
+// NetworkPolicy and ServiceMonitor what m asks for, sending an apply only for an object
 // whose owned fields differ, and observes them for the status.
 func (s *scope) reconcileObjects(ctx context.Context) error {
 	defer s.recordReports()
@@ -75,6 +75,9 @@ func (s *scope) reconcileObjects(ctx context.Context) error {
 		return err
 	}
 	if err := s.reconcileBudget(ctx); err != nil {
+		return err
+	}
+	if err := s.reconcileNetworkPolicy(ctx); err != nil {
 		return err
 	}
 	return s.reconcileServiceMonitor(ctx)
@@ -102,6 +105,20 @@ func (s *scope) reconcileBudget(ctx context.Context) error {
 		return err
 	}
 	s.observe(owned.KindPodDisruptionBudget, pdb)
+	return nil
+}
+
+// reconcileNetworkPolicy applies m's NetworkPolicy while m asks for one,
+// and deletes it otherwise.
+func (s *scope) reconcileNetworkPolicy(ctx context.Context) error {
+	if !desired.WantsNetworkPolicy(s.m) {
+		return s.remove(ctx, networkPolicies)
+	}
+	np, err := s.ensure(ctx, networkPolicies, desired.NetworkPolicy(s.m))
+	if err != nil {
+		return err
+	}
+	s.observe(owned.KindNetworkPolicy, np)
 	return nil
 }
 

@@ -1,0 +1,110 @@
+//go:build integration
+
+package memcached_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/testsupport/testenv"
+	"github.com/example/memcached-operator/pkg/desired"
+)
+
+// networkPolicy.enabled gives the Memcached a NetworkPolicy of its own
+// that follows the spec; another manager's label on it stays, a converged
+// Memcached with one costs nothing, and turning it off deletes it.
+func TestNetworkPolicyComesAndGoes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{
+		Size:          ptr.To[int32](2),
+		NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true},
+	})
+	converged(t, m)
+	np := &networkingv1.NetworkPolicy{}
+	g.Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(m), np) }).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	g.Expect(metav1.IsControlledBy(np, m)).To(BeTrue())
+	g.Expect(np.Spec.PodSelector.MatchLabels).To(Equal(desired.SelectorLabels(m)))
+	g.Expect(np.Spec.Ingress).To(HaveLen(1))
+	g.Expect(np.Spec.Ingress[0].Ports).To(ConsistOf(HaveField("Port.IntVal", int32(11211))))
+	g.Expect(np.Spec.Ingress[0].From).To(Equal([]networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}), "by default, the pods of the namespace")
+
+	// The clients change: the policy follows.
+	web := cachev1alpha1.LabelSelector{MatchLabels: map[string]cachev1alpha1.LabelValue{"app": "web"}}
+	patch := client.MergeFrom(m.DeepCopy())
+	m.Spec.NetworkPolicy.Clients = []cachev1alpha1.NetworkPolicyPeer{{PodSelector: &web}}
+	g.Expect(k8s.Patch(ctx, m, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), np)).To(Succeed())
+		g.Expect(np.Spec.Ingress[0].From).To(Equal([]networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+	// Another manager labels it: the label stays, and the operator sends
+	// nothing for it, resyncs included.
+	g.Expect(k8s.Apply(ctx, networkingv1ac.NetworkPolicy("cache", ns).WithLabels(map[string]string{"team": "payments"}),
+		client.FieldOwner("policy-engine"))).To(Succeed())
+	converged(t, m)
+	time.Sleep(time.Second)
+	mark := requests.Mark()
+	time.Sleep(3 * syncPeriod)
+	g.Expect(requests.Since(mark, inNamespace(ns), testenv.NotWatch)).To(BeEmpty(), "a converged Memcached with a NetworkPolicy costs nothing")
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), np)).To(Succeed())
+	g.Expect(np.Labels).To(HaveKeyWithValue("team", "payments"))
+
+	// Turned off: the NetworkPolicy, read above, is deleted.
+	mark = requests.Mark()
+	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"networkPolicy":{"enabled":false}}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(m), &networkingv1.NetworkPolicy{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the NetworkPolicy is deleted, got %v", err)
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	deletes := requests.Since(mark, testenv.PathContains("/namespaces/"+ns+"/networkpolicies/cache"), func(r testenv.Request) bool { return r.Method == http.MethodDelete })
+	g.Expect(deletes).To(ContainElement(HaveField("Code", http.StatusOK)), "the operator deleted its NetworkPolicy")
+	for _, d := range deletes {
+		g.Expect(d.Body).To(ContainSubstring(string(np.UID)), "the delete's precondition names the NetworkPolicy that was read")
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(events(t, ns, "cache", "Deleted")).To(ContainElement(HaveField("Note", "Deleted NetworkPolicy cache")))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+}
+
+// A NetworkPolicy of the Memcached's name that another made is left alone
+// and reported; the cache still serves.
+func TestForeignNetworkPolicyIsLeftAlone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	foreign := &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		},
+	}
+	g.Expect(k8s.Create(ctx, foreign)).To(Succeed())
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{
+		Size: ptr.To[int32](1), NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true},
+	})
+	g.Eventually(func(g Gomega) {
+		got := blockedBy(g, t, m, "NetworkPolicy")
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue(), "the cache serves")
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	after := &networkingv1.NetworkPolicy{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(foreign), after)).To(Succeed())
+	g.Expect(after.Spec.PodSelector.MatchLabels).To(Equal(map[string]string{"app": "other"}))
+	g.Expect(after.OwnerReferences).To(BeEmpty())
+}
