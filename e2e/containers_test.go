@@ -101,13 +101,19 @@ func runClient(t *testing.T, cfg *envconf.Config, ns, name, script string) strin
 // returns once the pod is running.
 func startClient(t *testing.T, cfg *envconf.Config, ns, name, script string) {
 	t.Helper()
+	startLabelledClient(t, cfg, ns, name, nil, script)
+}
+
+// startLabelledClient is startClient with the pod labelled labels.
+func startLabelledClient(t *testing.T, cfg *envconf.Config, ns, name string, labels map[string]string, script string) {
+	t.Helper()
 	g, c, ctx := NewWithT(t), kube(t, cfg), context.Background()
 	image := "busybox:1.36"
 	if provider == "local" {
 		image = localClientImage
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                corev1.RestartPolicyNever,
 			AutomountServiceAccountToken: ptr.To(false),
@@ -668,6 +674,21 @@ func TestOperatorInCluster(t *testing.T) {
 			g.Expect(code).To(Equal(http.StatusUnauthorized), body)
 			code, body = get(stranger)
 			g.Expect(code).To(Equal(http.StatusForbidden), body)
+			return ctx
+		}).
+		Assess("its metrics NetworkPolicy admits pods of the namespaces labelled metrics: enabled and no other", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			pods := &corev1.PodList{}
+			g.Expect(c.List(ctx, pods, client.InNamespace(system), client.MatchingLabels{"app.kubernetes.io/component": "manager"})).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(1))
+			// The pod's own address: what a scraper reaches (through the
+			// Service too, which only translates the address).
+			connect := tcpConnect(pods.Items[0].Status.PodIP, 8443)
+			prometheus := labelledNamespace(t, cfg, "prometheus", map[string]string{desired.MetricsNamespaceLabel: desired.MetricsNamespaceValue})
+			out := runClient(t, cfg, prometheus, "scraper", reachScript(reachOpen, connect))
+			g.Expect(out).To(HavePrefix("open: "))
+			out = runClient(t, cfg, ns, "scraper", reachScript(reachClosed, connect))
+			g.Expect(out).To(MatchRegexp(refusedByTheNetwork))
 			return ctx
 		}).
 		Feature()

@@ -53,8 +53,14 @@ func kube(t *testing.T, cfg *envconf.Config) client.WithWatch {
 // namespace creates a namespace for one feature and deletes it at the end of the test.
 func namespace(t *testing.T, cfg *envconf.Config, prefix string) string {
 	t.Helper()
+	return labelledNamespace(t, cfg, prefix, nil)
+}
+
+// labelledNamespace is namespace with the namespace labelled labels.
+func labelledNamespace(t *testing.T, cfg *envconf.Config, prefix string, labels map[string]string) string {
+	t.Helper()
 	c := kube(t, cfg)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-", Labels: labels}}
 	if err := c.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}

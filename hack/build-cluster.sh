@@ -6,7 +6,7 @@
 #   hack/build-cluster.sh [control-plane]   etcd, kube-apiserver, kube-controller-manager,
 #                                           kube-scheduler, kubectl, kwok, kwokctl
 #   hack/build-cluster.sh node              the real node's kubelet and kube-proxy
-#                                           (NODE_VERSION) and CoreDNS
+#                                           (NODE_VERSION), CoreDNS and kube-router
 #
 # KUBE_VERSION=v1.30.14 (one of versions.env's KUBE_COMPAT_VERSIONS) builds
 # that version's control plane, kubelet and kube-proxy into bin/k8s/v1.30.14
@@ -72,7 +72,8 @@ node() {
   build "${KUBE_BIN_DIR}" kubelet "${tools}" k8s.io/kubernetes/cmd/kubelet "${ldflags}"
   build "${KUBE_BIN_DIR}" kube-proxy "${tools}" k8s.io/kubernetes/cmd/kube-proxy "${ldflags}"
   build "${SHARED_BIN_DIR}" coredns coredns github.com/coredns/coredns "-s -w"
-  shared coredns
+  build "${SHARED_BIN_DIR}" kube-router kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router "-s -w"
+  shared coredns kube-router
 }
 
 case "${1:-control-plane}" in

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, what the real node (hack/node.sh) and its
 # images (hack/images.sh) need, when any of it is missing: containerd, runc,
-# the CNI plugins, iptables and conntrack for the node; the Docker engine to
+# the CNI plugins, iptables, ipset (for kube-router's NetworkPolicies) and
+# conntrack for the node; the Docker engine to
 # build images; memcached and busybox-static, whose binaries become images.
 set -euo pipefail
 
@@ -10,6 +11,7 @@ command -v containerd >/dev/null || need+=(containerd)
 command -v runc >/dev/null || need+=(runc)
 [[ -x /usr/lib/cni/bridge ]] || need+=(containernetworking-plugins)
 command -v iptables >/dev/null || need+=(iptables)
+command -v ipset >/dev/null || need+=(ipset)
 command -v conntrack >/dev/null || need+=(conntrack)
 command -v ip >/dev/null || need+=(iproute2)
 command -v dockerd >/dev/null || need+=(docker.io)

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Runs a real node in a local cluster: containerd with its CRI plugin, runc and
 # the CNI bridge plugin from Debian's packages, a kubelet and kube-proxy
-# (iptables mode) v1.34 and CoreDNS built by `hack/build-cluster.sh node`, all
-# as host processes. Its pods run real containers from the images of
+# (iptables mode) v1.34, CoreDNS, and kube-router's firewall (which enforces
+# NetworkPolicies with iptables and ipset) built by `hack/build-cluster.sh
+# node`, all as host processes. Its pods run real containers from the images of
 # hack/images.sh (no registry: images are imported, never pulled).
 #
 #   hack/node.sh up      join the node to the cluster of $KUBECONFIG, wait until Ready
 #   hack/node.sh down    delete its pods, stop every process, remove its containers,
-#                        mounts, bridge, iptables chains and state
+#                        mounts, bridge, iptables chains, ipsets and state
 #
 # Environment:
 #   KUBECONFIG     admin kubeconfig of the cluster (required)
@@ -36,6 +37,7 @@ POD_SUBNET=10.244.0.0/24
 CLUSTER_DOMAIN=cluster.local
 KUBELET_PORT=10250
 KUBELET_HEALTHZ_PORT=10248
+KUBE_ROUTER_HEALTH_PORT=20244
 # The machine's one real node: its owner file (see one_per_machine), and what
 # holds unix sockets (containerd's socket and state, the kubelet's root), at
 # paths short enough for a socket whatever NODE_DIR is.
@@ -68,12 +70,12 @@ preflight() {
   KUBECONFIG="$(realpath "${KUBECONFIG}")" # the node's configurations name it
   kubectl+=(--kubeconfig "${KUBECONFIG}")
   local missing=()
-  for c in containerd ctr runc iptables ip conntrack; do
+  for c in containerd ctr runc iptables ipset ip conntrack; do
     command -v "${c}" >/dev/null || missing+=("${c}")
   done
   [[ -x "${CNI_BIN_DIR}/bridge" ]] || missing+=("${CNI_BIN_DIR}/bridge")
-  ((${#missing[@]} == 0)) || die "missing ${missing[*]}: install Debian's containerd runc containernetworking-plugins iptables conntrack iproute2 (make node-packages)"
-  for b in kubelet kube-proxy coredns kubectl; do
+  ((${#missing[@]} == 0)) || die "missing ${missing[*]}: install Debian's containerd runc containernetworking-plugins iptables ipset conntrack iproute2 (make node-packages)"
+  for b in kubelet kube-proxy coredns kube-router kubectl; do
     [[ -x "${BIN_DIR}/${b}" ]] || die "missing ${BIN_DIR}/${b}: run 'make node-binaries'"
   done
   compgen -G "${IMAGE_DIR}/*.tar" >/dev/null || die "no images in ${IMAGE_DIR}: run 'make images'"
@@ -294,9 +296,18 @@ up() {
   start coredns "${BIN_DIR}/coredns" -conf "${NODE_DIR}/coredns/Corefile"
 
   "${kubectl[@]}" wait --for=create "node/${NODE_NAME}" --timeout=60s >/dev/null || fail kubelet "the kubelet did not register"
+  # kube-router's firewall only: the bridge routes the pods and kube-proxy
+  # serves the Services. It reads its Node when it starts, so it starts once
+  # the kubelet registered it. A pod no NetworkPolicy selects stays open; one
+  # a policy selects gets only what the policy admits, the rest is rejected.
+  log "starting kube-router (NetworkPolicies)"
+  start kube-router "${BIN_DIR}/kube-router" --kubeconfig "${KUBECONFIG}" --hostname-override "${NODE_NAME}" \
+    --run-firewall=true --run-router=false --run-service-proxy=false --enable-cni=false \
+    --health-port "${KUBE_ROUTER_HEALTH_PORT}"
   "${kubectl[@]}" wait --for=condition=Ready "node/${NODE_NAME}" --timeout=90s >/dev/null || fail kubelet "${NODE_NAME} not Ready"
   wait_for 30 "CoreDNS" busybox nslookup "kubernetes.default.svc.${CLUSTER_DOMAIN}" "${ip}" || fail coredns "CoreDNS does not answer"
   wait_for 30 "kube-proxy" curl -fsS "http://127.0.0.1:10256/healthz" || fail kube-proxy "kube-proxy is not healthy"
+  wait_for 30 "kube-router" curl -fsS "http://127.0.0.1:${KUBE_ROUTER_HEALTH_PORT}/healthz" || fail kube-router "kube-router is not healthy"
   log "${NODE_NAME} is Ready (pods ${POD_SUBNET}, DNS ${ip}); logs in ${NODE_DIR}/logs"
 }
 
@@ -325,6 +336,7 @@ down() {
   stop kubelet
   stop kube-proxy
   stop coredns
+  stop kube-router
   if running containerd; then
     # Whatever the kubelet did not stop: kill the tasks, remove containers.
     for id in $("${ctr[@]}" tasks ls -q 2>/dev/null); do
@@ -339,6 +351,7 @@ down() {
   stop containerd
   "${BIN_DIR}/kube-proxy" --cleanup >/dev/null 2>&1 || true
   remove_chains
+  remove_ipsets
   # Network namespaces of sandboxes the kubelet did not tear down, if any:
   # only empty ones (a live namespace belongs to someone else).
   for ns in /run/netns/cni-*; do
@@ -374,6 +387,17 @@ remove_chains() {
     chains="$(iptables -t "${table}" -S 2>/dev/null | awk '/^-N (KUBE|CNI)-/ {print $2}' || true)"
     for chain in ${chains}; do iptables -t "${table}" -F "${chain}" 2>/dev/null || true; done
     for chain in ${chains}; do iptables -t "${table}" -X "${chain}" 2>/dev/null || true; done
+  done
+}
+
+# remove_ipsets destroys the ipsets kube-router made for the NetworkPolicies
+# (KUBE-SRC-*, KUBE-DST-*, and their IPv6 twins inet6:KUBE-*), once no
+# iptables rule refers to them (remove_chains).
+remove_ipsets() {
+  command -v ipset >/dev/null || return 0
+  local set
+  for set in $(ipset list -n 2>/dev/null | grep -E '^(inet6:)?KUBE-' || true); do
+    ipset destroy "${set}" 2>/dev/null || true
   done
 }
 
