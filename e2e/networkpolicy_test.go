@@ -159,4 +159,3 @@ func runLabelledClient(t *testing.T, cfg *envconf.Config, ns, name string, label
 	startLabelledClient(t, cfg, ns, name, labels, script)
 	return clientOutput(t, cfg, ns, name)
 }
-
