@@ -366,8 +366,10 @@ each written with server-side apply under the operator's own field manager.
   status write never conflicts.
 - **Rollouts that keep the cache serving:** one new pod at a time, none removed before its
   replacement is ready, and a grace period for clients to move.
-- **TLS and authentication from Secrets**, rotated by a rolling restart, and the Prometheus
-  memcached exporter with a ServiceMonitor.
+- **TLS and authentication from Secrets**, rotated in place without a restart, and the
+  Prometheus memcached exporter with a ServiceMonitor.
+- **Only its clients reach the cache:** a NetworkPolicy per Memcached when asked, admitting the
+  pods it names to memcached and the monitoring namespaces to the exporter.
 - **Takes over from the Operator SDK tutorial's operator** without an outage.
 
 ## Using it

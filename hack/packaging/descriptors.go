@@ -9,6 +9,7 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -89,6 +90,7 @@ func ownedCRD(crd *apiextensionsv1.CustomResourceDefinition) (operatorsv1alpha1.
 			{Kind: "Service", Name: "", Version: corev1.SchemeGroupVersion.Version},
 			{Kind: "PodDisruptionBudget", Name: "", Version: policyv1.SchemeGroupVersion.Version},
 			{Kind: "ServiceMonitor", Name: "", Version: "v1"},
+			{Kind: "NetworkPolicy", Name: "", Version: networkingv1.SchemeGroupVersion.Version},
 		},
 		SpecDescriptors:   specs,
 		StatusDescriptors: statuses,
