@@ -25,7 +25,7 @@ if ((stories == 0)); then
   exit 0
 fi
 # One story per kind of container behaviour; each must have run and passed.
-for story in TestRollingImageChangeKeepsServing TestSecretRotationKeepsServing TestMemcachedServes TestCausesAreNamed; do
+for story in TestRollingImageChangeKeepsServing TestSecretRotationKeepsServing TestMemcachedServes TestCausesAreNamed TestNetworkPolicyAdmitsOnlyItsClients; do
   if ! grep -qE -- "--- PASS: ${story} " "${log}"; then
     echo "the container story ${story} did not run and pass" >&2
     exit 1
