@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -97,28 +98,28 @@ func (s *scope) reconcileService(ctx context.Context) error {
 // reconcileBudget applies m's PodDisruptionBudget while m wants one, and
 // deletes it otherwise.
 func (s *scope) reconcileBudget(ctx context.Context) error {
-	if !desired.WantsPodDisruptionBudget(s.m) {
-		return s.remove(ctx, podDisruptionBudgets)
-	}
-	pdb, err := s.ensure(ctx, podDisruptionBudgets, desired.PodDisruptionBudget(s.m))
-	if err != nil {
-		return err
-	}
-	s.observe(owned.KindPodDisruptionBudget, pdb)
-	return nil
+	return s.reconcileOptional(ctx, podDisruptionBudgets, desired.WantsPodDisruptionBudget(s.m),
+		func() runtime.ApplyConfiguration { return desired.PodDisruptionBudget(s.m) })
 }
 
 // reconcileNetworkPolicy applies m's NetworkPolicy while m asks for one,
 // and deletes it otherwise.
 func (s *scope) reconcileNetworkPolicy(ctx context.Context) error {
-	if !desired.WantsNetworkPolicy(s.m) {
-		return s.remove(ctx, networkPolicies)
+	return s.reconcileOptional(ctx, networkPolicies, desired.WantsNetworkPolicy(s.m),
+		func() runtime.ApplyConfiguration { return desired.NetworkPolicy(s.m) })
+}
+
+// reconcileOptional applies the object of kind k that build makes while
+// wanted, and deletes m's object of that kind otherwise.
+func (s *scope) reconcileOptional(ctx context.Context, k ownedKind, wanted bool, build func() runtime.ApplyConfiguration) error {
+	if !wanted {
+		return s.remove(ctx, k)
 	}
-	np, err := s.ensure(ctx, networkPolicies, desired.NetworkPolicy(s.m))
+	out, err := s.ensure(ctx, k, build())
 	if err != nil {
 		return err
 	}
-	s.observe(owned.KindNetworkPolicy, np)
+	s.observe(k.kind, out)
 	return nil
 }
 
