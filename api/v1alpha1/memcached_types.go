@@ -317,8 +317,9 @@ type MonitoringSpec struct {
 
 // NetworkPolicySpec configures the NetworkPolicy of a Memcached.
 type NetworkPolicySpec struct {
-	// enabled makes the NetworkPolicy. Turning it off deletes it, and
-	// every pod that reaches the memcached pods may connect again.
+	// enabled makes the NetworkPolicy. Turning it off deletes it: the
+	// pods are then reached as before (other NetworkPolicies that select
+	// them still apply).
 	//
 	// +required
 	Enabled bool `json:"enabled"`

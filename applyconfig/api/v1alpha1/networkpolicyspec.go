@@ -23,8 +23,9 @@ package v1alpha1
 //
 // NetworkPolicySpec configures the NetworkPolicy of a Memcached.
 type NetworkPolicySpecApplyConfiguration struct {
-	// enabled makes the NetworkPolicy. Turning it off deletes it, and
-	// every pod that reaches the memcached pods may connect again.
+	// enabled makes the NetworkPolicy. Turning it off deletes it: the
+	// pods are then reached as before (other NetworkPolicies that select
+	// them still apply).
 	Enabled *bool `json:"enabled,omitempty"`
 	// clients are the pods that may connect to memcached's port. When
 	// empty, every pod of the Memcached's namespace may.
