@@ -42,7 +42,7 @@ const (
 func reachScript(want, attempt string) string {
 	return fmt.Sprintf(`i=0
 while :; do
-  if out=$(%s 2>&1); then got=%s; else got=%s; fi
+  if out=$({ %s; } 2>&1); then got=%s; else got=%s; fi
   i=$((i+1))
   if [ "$got" = %q ] || [ "$i" -ge %d ]; then echo "$got: $out" | head -c 400; echo; exit 0; fi
   sleep 1
@@ -56,9 +56,9 @@ func memcachedVersion(addr string) string {
 }
 
 // httpGet is an attempt that fetches url, in at most 5 seconds (busybox's
-// own wget -T crashes).
+// own wget -T crashes), saying "timed out" when it took longer.
 func httpGet(url string) string {
-	return fmt.Sprintf(`timeout 5 wget -O - %s`, url)
+	return fmt.Sprintf(`timeout 5 wget -O - %s; rc=$?; [ $rc -lt 124 ] || echo "wget: timed out"; exit $rc`, url)
 }
 
 // tcpConnect is an attempt that opens a TCP connection to host:port and
