@@ -93,7 +93,13 @@ func podOnRealNode(ps *corev1.PodSpec) {
 // Standard, so it runs in any namespace.
 func runClient(t *testing.T, cfg *envconf.Config, ns, name, script string) string {
 	t.Helper()
-	startClient(t, cfg, ns, name, script)
+	return runLabelledClient(t, cfg, ns, name, nil, script)
+}
+
+// runLabelledClient is runClient with the pod labelled labels.
+func runLabelledClient(t *testing.T, cfg *envconf.Config, ns, name string, labels map[string]string, script string) string {
+	t.Helper()
+	startLabelledClient(t, cfg, ns, name, labels, script)
 	return clientOutput(t, cfg, ns, name)
 }
 

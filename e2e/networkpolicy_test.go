@@ -152,10 +152,3 @@ func TestNetworkPolicyAdmitsOnlyItsClients(t *testing.T) {
 		Feature()
 	testenv.Test(t, f)
 }
-
-// runLabelledClient is runClient with the pod labelled labels.
-func runLabelledClient(t *testing.T, cfg *envconf.Config, ns, name string, labels map[string]string, script string) string {
-	t.Helper()
-	startLabelledClient(t, cfg, ns, name, labels, script)
-	return clientOutput(t, cfg, ns, name)
-}

@@ -129,9 +129,9 @@ func Status(m *cachev1alpha1.Memcached, obs Observation, now metav1.Time) *cache
 	return st
 }
 
-// CertificateExpiring is the Warning event's message when m's certificate
-// starts to expire soon in the status st is about to write, given what m's
-// status said before; empty when there is nothing new to tell.
+// CertificateExpiring is the Warning event's message when c, m's
+// certificate, expires soon now and m's status did not say so of it yet;
+// empty when there is nothing new to tell.
 func CertificateExpiring(m *cachev1alpha1.Memcached, c *secrets.Certificate, now time.Time) string {
 	if c == nil || !c.ExpiresSoon(now) {
 		return ""
