@@ -1,0 +1,162 @@
+package desired
+
+import (
+	"path"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/secrets"
+)
+
+// Command is memcached's command line for m. Settings left unset in the
+// spec are left out, so memcached's own defaults apply.
+func Command(m *cachev1alpha1.Memcached) []string {
+	cmd := []string{"memcached", "--port=" + strconv.Itoa(int(port(m)))}
+	if v := m.Spec.Verbosity; v != nil && *v > 0 {
+		cmd = append(cmd, "-"+strings.Repeat("v", int(*v)))
+	}
+	if v := m.Spec.MemoryLimitMiB; v != nil {
+		cmd = append(cmd, "--memory-limit="+strconv.Itoa(int(*v)))
+	}
+	if v := m.Spec.MaxConnections; v != nil {
+		cmd = append(cmd, "--conn-limit="+strconv.Itoa(int(*v)))
+	}
+	if v := m.Spec.Threads; v != nil {
+		cmd = append(cmd, "--threads="+strconv.Itoa(int(*v)))
+	}
+	if v := m.Spec.MaxItemSize; v != "" {
+		// The CRD admits only whole Ki, Mi or Gi; memcached reads bytes.
+		if q, err := resource.ParseQuantity(v); err == nil {
+			cmd = append(cmd, "--max-item-size="+strconv.FormatInt(q.Value(), 10))
+		}
+	}
+	if m.Spec.TLS != nil {
+		opts := "ssl_chain_cert=" + path.Join(TLSDir, secrets.CertKey) + ",ssl_key=" + path.Join(TLSDir, secrets.KeyKey)
+		if verifiesClients(m) {
+			opts += ",ssl_ca_cert=" + path.Join(TLSDir, secrets.CAKey) + ",ssl_verify_mode=" + strconv.Itoa(sslVerifyModes[m.Spec.TLS.ClientCertificates])
+		}
+		cmd = append(cmd, "--enable-ssl", "--extended="+opts)
+	}
+	if m.Spec.Auth != nil {
+		cmd = append(cmd, "--auth-file="+path.Join(AuthDir, authFile))
+	}
+	return cmd
+}
+
+func container(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerApplyConfiguration {
+	probe := func() *corev1ac.ProbeApplyConfiguration {
+		return corev1ac.Probe().
+			WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString(PortName))).
+			WithPeriodSeconds(probePeriodSeconds)
+	}
+	c := corev1ac.Container().
+		WithName(ContainerName).
+		WithImage(images.Image(m)).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithCommand(Command(m)...).
+		// When memcached exits with an error, the end of its log becomes
+		// the termination message, which the Memcached's status quotes.
+		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError).
+		WithPorts(corev1ac.ContainerPort().
+			WithName(PortName).
+			WithContainerPort(port(m)).
+			WithProtocol(corev1.ProtocolTCP)).
+		WithReadinessProbe(probe().WithInitialDelaySeconds(readinessInitialDelaySeconds)).
+		WithLivenessProbe(probe().
+			WithInitialDelaySeconds(livenessInitialDelaySeconds).
+			WithFailureThreshold(livenessFailureThreshold)).
+		// The kubelet's own sleep: the memcached image needs no shell.
+		WithLifecycle(corev1ac.Lifecycle().
+			WithPreStop(corev1ac.LifecycleHandler().
+				WithSleep(corev1ac.SleepAction().WithSeconds(preStopSleepSeconds)))).
+		WithSecurityContext(restricted(memcachedUser))
+	if r := resources(m.Spec.Resources); r != nil {
+		c.WithResources(r)
+	}
+	if m.Spec.TLS != nil {
+		c.WithVolumeMounts(mount(TLSVolume, TLSDir))
+	}
+	if m.Spec.Auth != nil {
+		c.WithVolumeMounts(mount(AuthVolume, AuthDir))
+	}
+	return c
+}
+
+// exporter is the Prometheus memcached exporter's container: it reads
+// memcached's stats over the pod's loopback and serves them on the port
+// named MetricsPortName.
+//
+// With TLS, it connects over TLS without verifying memcached's certificate:
+// the connection never leaves the pod, and the certificate's names are
+// the Service's, not localhost. When memcached asks clients for a
+// certificate, the exporter presents memcached's own (which must then
+// allow client authentication; the operator checks that it does).
+func exporter(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerApplyConfiguration {
+	args := []string{
+		"--memcached.address=localhost:" + strconv.Itoa(int(port(m))),
+		"--web.listen-address=:" + strconv.Itoa(int(MetricsPort)),
+	}
+	if m.Spec.TLS != nil {
+		args = append(args, "--memcached.tls.enable", "--memcached.tls.insecure-skip-verify")
+	}
+	if verifiesClients(m) {
+		args = append(args,
+			"--memcached.tls.cert-file="+path.Join(TLSDir, secrets.CertKey),
+			"--memcached.tls.key-file="+path.Join(TLSDir, secrets.KeyKey))
+	}
+	c := corev1ac.Container().
+		WithName(ExporterContainerName).
+		WithImage(images.Exporter).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithArgs(args...).
+		WithPorts(corev1ac.ContainerPort().
+			WithName(MetricsPortName).
+			WithContainerPort(MetricsPort).
+			WithProtocol(corev1.ProtocolTCP)).
+		WithSecurityContext(restricted(exporterUser))
+	if r := resources(m.Spec.Monitoring.Resources); r != nil {
+		c.WithResources(r)
+	}
+	if verifiesClients(m) {
+		c.WithVolumeMounts(mount(TLSVolume, TLSDir))
+	}
+	return c
+}
+
+// reloader is the container that has memcached load new Secret content in
+// place (cmd/reloader). It runs as memcached's user, mounts what memcached
+// mounts and nothing else, and makes no request to the apiserver (the pod
+// has no token).
+func reloader(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerApplyConfiguration {
+	args := []string{"--memcached-address=localhost:" + strconv.Itoa(int(port(m)))}
+	c := corev1ac.Container().
+		WithName(ReloaderContainerName).
+		WithImage(images.Reloader).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithCommand(reloaderCommand).
+		WithResources(corev1ac.ResourceRequirements().
+			WithRequests(corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse(reloaderCPURequest),
+				corev1.ResourceMemory: resource.MustParse(reloaderMemory),
+			}).
+			WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(reloaderMemory)})).
+		WithSecurityContext(restricted(memcachedUser))
+	if m.Spec.TLS != nil {
+		args = append(args, "--tls-dir="+TLSDir, "--server-name="+ServiceHost(m.Name, m.Namespace))
+		if verifiesClients(m) {
+			args = append(args, "--client-certificate")
+		}
+		c.WithVolumeMounts(mount(TLSVolume, TLSDir))
+	}
+	if m.Spec.Auth != nil {
+		args = append(args, "--auth-file="+path.Join(AuthDir, authFile))
+		c.WithVolumeMounts(mount(AuthVolume, AuthDir))
+	}
+	return c.WithArgs(args...)
+}
