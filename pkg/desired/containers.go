@@ -5,13 +5,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/example/memcached-operator/pkg/material"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/pkg/secrets"
 )
 
 // Command is memcached's command line for m. Settings left unset in the
@@ -37,9 +38,9 @@ func Command(m *cachev1alpha1.Memcached) []string {
 		}
 	}
 	if m.Spec.TLS != nil {
-		opts := "ssl_chain_cert=" + path.Join(TLSDir, secrets.CertKey) + ",ssl_key=" + path.Join(TLSDir, secrets.KeyKey)
+		opts := "ssl_chain_cert=" + path.Join(TLSDir, material.CertKey) + ",ssl_key=" + path.Join(TLSDir, material.KeyKey)
 		if verifiesClients(m) {
-			opts += ",ssl_ca_cert=" + path.Join(TLSDir, secrets.CAKey) + ",ssl_verify_mode=" + strconv.Itoa(sslVerifyModes[m.Spec.TLS.ClientCertificates])
+			opts += ",ssl_ca_cert=" + path.Join(TLSDir, material.CAKey) + ",ssl_verify_mode=" + strconv.Itoa(sslVerifyModes[m.Spec.TLS.ClientCertificates])
 		}
 		cmd = append(cmd, "--enable-ssl", "--extended="+opts)
 	}
@@ -107,8 +108,8 @@ func exporter(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerAppl
 	}
 	if verifiesClients(m) {
 		args = append(args,
-			"--memcached.tls.cert-file="+path.Join(TLSDir, secrets.CertKey),
-			"--memcached.tls.key-file="+path.Join(TLSDir, secrets.KeyKey))
+			"--memcached.tls.cert-file="+path.Join(TLSDir, material.CertKey),
+			"--memcached.tls.key-file="+path.Join(TLSDir, material.KeyKey))
 	}
 	c := corev1ac.Container().
 		WithName(ExporterContainerName).

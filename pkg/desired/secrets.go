@@ -4,8 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 
+	"github.com/example/memcached-operator/pkg/material"
+
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/pkg/secrets"
 )
 
 // SecretDigests are digests of the Secret content the pods of a
@@ -39,9 +40,9 @@ func TLSKeys(m *cachev1alpha1.Memcached) []string {
 	if m.Spec.TLS == nil {
 		return nil
 	}
-	keys := []string{secrets.CertKey, secrets.KeyKey}
+	keys := []string{material.CertKey, material.KeyKey}
 	if verifiesClients(m) {
-		keys = append(keys, secrets.CAKey)
+		keys = append(keys, material.CAKey)
 	}
 	return keys
 }

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/example/memcached-operator/pkg/material"
+
 	"github.com/example/memcached-operator/internal/testsupport/testcerts"
 	"github.com/example/memcached-operator/pkg/reload"
 )
@@ -94,10 +96,10 @@ func write(t *testing.T, dir, name string, data []byte) {
 }
 
 func writePair(t *testing.T, dir string, p testcerts.Pair, ca []byte) {
-	write(t, dir, reload.CertFile, p.Cert)
-	write(t, dir, reload.KeyFile, p.Key)
+	write(t, dir, material.CertKey, p.Cert)
+	write(t, dir, material.KeyKey, p.Key)
 	if ca != nil {
-		write(t, dir, reload.CAFile, ca)
+		write(t, dir, material.CAKey, ca)
 	}
 }
 
@@ -216,7 +218,7 @@ func TestANewCertificateIsServedWithoutARestartAndTheKeysStay(t *testing.T) {
 	ca := newCA(t, "ca")
 	first, second := issue(t, ca, "first"), issue(t, ca, "second")
 	writePair(t, dir, first, nil)
-	m := startMemcached(t, dir, "--enable-ssl", "--extended=ssl_chain_cert="+filepath.Join(dir, reload.CertFile)+",ssl_key="+filepath.Join(dir, reload.KeyFile))
+	m := startMemcached(t, dir, "--enable-ssl", "--extended=ssl_chain_cert="+filepath.Join(dir, material.CertKey)+",ssl_key="+filepath.Join(dir, material.KeyKey))
 
 	conn, rd := client(t, m.addr, true, nil, "")
 	kept := storeKeys(t, conn, rd, 100)
@@ -282,7 +284,7 @@ func TestUnfitFilesAreNotSent(t *testing.T) {
 	ca := newCA(t, "ca")
 	first, second, other := issue(t, ca, "first"), issue(t, ca, "second"), issue(t, ca, "other")
 	writePair(t, dir, first, nil)
-	m := startMemcached(t, dir, "--enable-ssl", "--extended=ssl_chain_cert="+filepath.Join(dir, reload.CertFile)+",ssl_key="+filepath.Join(dir, reload.KeyFile))
+	m := startMemcached(t, dir, "--enable-ssl", "--extended=ssl_chain_cert="+filepath.Join(dir, material.CertKey)+",ssl_key="+filepath.Join(dir, material.KeyKey))
 	r, err := reload.New(reload.Config{Address: m.addr, TLSDir: dir, Timeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -312,7 +314,7 @@ func TestCertificatesClientsWouldRefuseAreNotSent(t *testing.T) {
 	ca := newCA(t, "ca")
 	first := issue(t, ca, "first")
 	writePair(t, dir, first, nil)
-	m := startMemcached(t, dir, "--enable-ssl", "--extended=ssl_chain_cert="+filepath.Join(dir, reload.CertFile)+",ssl_key="+filepath.Join(dir, reload.KeyFile))
+	m := startMemcached(t, dir, "--enable-ssl", "--extended=ssl_chain_cert="+filepath.Join(dir, material.CertKey)+",ssl_key="+filepath.Join(dir, material.KeyKey))
 	r, err := reload.New(reload.Config{Address: m.addr, TLSDir: dir, ServerName: "memcached.test.svc", Timeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -356,8 +358,8 @@ func TestBothSecretsChangeAtOnceWithClientCertificates(t *testing.T) {
 	writePair(t, dir, first, ca1.PEM)
 	write(t, dir, "authfile", []byte("alice:one\n"))
 	m := startMemcached(t, dir, "--auth-file="+authFile, "--enable-ssl",
-		"--extended=ssl_chain_cert="+filepath.Join(dir, reload.CertFile)+",ssl_key="+filepath.Join(dir, reload.KeyFile)+
-			",ssl_ca_cert="+filepath.Join(dir, reload.CAFile)+",ssl_verify_mode=2")
+		"--extended=ssl_chain_cert="+filepath.Join(dir, material.CertKey)+",ssl_key="+filepath.Join(dir, material.KeyKey)+
+			",ssl_ca_cert="+filepath.Join(dir, material.CAKey)+",ssl_verify_mode=2")
 	conn, rd := client(t, m.addr, true, &first, "alice:one")
 	kept := storeKeys(t, conn, rd, 50)
 
@@ -389,8 +391,8 @@ func TestAReloadThatCannotBeConfirmedFails(t *testing.T) {
 	first, foreign := issue(t, ca1, "first"), issue(t, ca2, "foreign")
 	writePair(t, dir, first, ca1.PEM)
 	m := startMemcached(t, dir, "--enable-ssl",
-		"--extended=ssl_chain_cert="+filepath.Join(dir, reload.CertFile)+",ssl_key="+filepath.Join(dir, reload.KeyFile)+
-			",ssl_ca_cert="+filepath.Join(dir, reload.CAFile)+",ssl_verify_mode=2")
+		"--extended=ssl_chain_cert="+filepath.Join(dir, material.CertKey)+",ssl_key="+filepath.Join(dir, material.KeyKey)+
+			",ssl_ca_cert="+filepath.Join(dir, material.CAKey)+",ssl_verify_mode=2")
 	r, err := reload.New(reload.Config{Address: m.addr, TLSDir: dir, ClientCertificate: true, Timeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)

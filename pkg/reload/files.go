@@ -1,0 +1,73 @@
+package reload
+
+import (
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/example/memcached-operator/pkg/material"
+)
+
+// files is one reading of the mounted files.
+type files struct {
+	cert, key, ca []byte
+	auth          []byte
+}
+
+func (f files) tlsDigest() string  { return digest(f.cert, f.key, f.ca) }
+func (f files) authDigest() string { return digest(f.auth) }
+
+func digest(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:", len(p))
+		h.Write(p)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (r *Reloader) read() (files, error) {
+	var f files
+	var err error
+	if d := r.c.TLSDir; d != "" {
+		if f.cert, err = os.ReadFile(filepath.Join(d, material.CertKey)); err != nil {
+			return f, err
+		}
+		if f.key, err = os.ReadFile(filepath.Join(d, material.KeyKey)); err != nil {
+			return f, err
+		}
+		if f.ca, err = os.ReadFile(filepath.Join(d, material.CAKey)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return f, err
+		}
+	}
+	if r.c.AuthFile != "" {
+		if f.auth, err = os.ReadFile(r.c.AuthFile); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// leaf is the first certificate of a PEM chain.
+func leaf(chain []byte) (*x509.Certificate, error) {
+	for {
+		var block *pem.Block
+		block, chain = pem.Decode(chain)
+		if block == nil {
+			return nil, errors.New("the mounted tls.crt holds no certificate")
+		}
+		if block.Type == "CERTIFICATE" {
+			return x509.ParseCertificate(block.Bytes)
+		}
+	}
+}
+
+func describe(c *x509.Certificate) string {
+	return fmt.Sprintf("certificate serial %s (not after %s)", c.SerialNumber, c.NotAfter.UTC().Format(time.RFC3339))
+}
