@@ -6,7 +6,10 @@ package status
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/example/memcached-operator/pkg/material"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +21,6 @@ import (
 	cacheac "github.com/example/memcached-operator/applyconfig/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
-	"github.com/example/memcached-operator/pkg/secrets"
 )
 
 // Observation is what a reconcile saw of the world.
@@ -40,9 +42,10 @@ type Observation struct {
 	// Secret is why a Secret the Memcached names cannot be used, if one
 	// cannot; the operator then holds the Deployment as it is.
 	Secret *SecretProblem
-	// ApplyError is the apiserver's refusal of an object the operator
-	// applied, if any. Its message names the object.
-	ApplyError error
+	// Failed are the failures of the reconcile's phases: the apiserver's
+	// refusal of an object the operator applied, or any other error making
+	// it. Each names its object.
+	Failed []error
 	// Monitor is where the Memcached's ServiceMonitor stands; MonitorOff
 	// without spec.monitoring.
 	Monitor Monitor
@@ -57,7 +60,7 @@ type Observation struct {
 	Pods []*owned.Pod
 	// Certificate is memcached's certificate (spec.tls), valid now for the
 	// Service's name; nil without TLS or when the Secret has a problem.
-	Certificate *secrets.Certificate
+	Certificate *material.Certificate
 }
 
 // SecretProblem is why a Secret a Memcached names cannot be used.
@@ -132,7 +135,7 @@ func Status(m *cachev1alpha1.Memcached, obs Observation, now metav1.Time) *cache
 // CertificateExpiring is the Warning event's message when c, m's
 // certificate, expires soon now and m's status did not say so of it yet;
 // empty when there is nothing new to tell.
-func CertificateExpiring(m *cachev1alpha1.Memcached, c *secrets.Certificate, now time.Time) string {
+func CertificateExpiring(m *cachev1alpha1.Memcached, c *material.Certificate, now time.Time) string {
 	if c == nil || !c.ExpiresSoon(now) {
 		return ""
 	}
@@ -227,8 +230,8 @@ type rollout struct {
 }
 
 // rolloutOf ranks what stands in the way of m's rollout, first what
-// blocks it: the Deployment not being m's, then a Secret, then a refused
-// apply, then the other objects not being m's.
+// blocks it: the Deployment not being m's, then a Secret, then a failed
+// phase, then the other objects not being m's.
 func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
 	blockedBy := func(kind owned.Kind) rollout {
 		return rollout{rolloutBlocked, NotOwnedReason(kind), notOwnedMessage(kind, m.Name)}
@@ -238,8 +241,8 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
 		return blockedBy(owned.KindDeployment)
 	case obs.Secret != nil:
 		return rollout{rolloutBlocked, obs.Secret.Reason, obs.Secret.Message}
-	case obs.ApplyError != nil:
-		return rollout{rolloutBlocked, cachev1alpha1.ReasonApplyFailed, fmt.Sprintf("The apiserver refused %v", obs.ApplyError)}
+	case len(obs.Failed) > 0:
+		return rollout{rolloutBlocked, cachev1alpha1.ReasonApplyFailed, failedMessage(obs.Failed)}
 	case len(obs.NotOwned) > 0:
 		// In the order the operator makes them: Service, budget, monitor.
 		return blockedBy(obs.NotOwned[0])
@@ -271,6 +274,17 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
 		}
 	}
 	return r
+}
+
+// failedMessage names every failure, in the order of the phases that met
+// them.
+func failedMessage(failed []error) string {
+	msgs := make([]string, len(failed))
+	for i, err := range failed {
+		msgs[i] = err.Error()
+	}
+	msg := strings.Join(msgs, "; ")
+	return strings.ToUpper(msg[:1]) + msg[1:]
 }
 
 // deploymentRollout is where d's rollout to want replicas stands, as the

@@ -110,7 +110,7 @@ func TestProgressing(t *testing.T) {
 		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
 		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutStalled},
 		{"foreign", mc(3), Observation{NotOwned: []owned.Kind{owned.KindDeployment}}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
-		{"refused", mc(3), Observation{ApplyError: refused}, metav1.ConditionFalse, cachev1alpha1.ReasonApplyFailed},
+		{"refused", mc(3), Observation{Failed: []error{refused}}, metav1.ConditionFalse, cachev1alpha1.ReasonApplyFailed},
 		{"foreign Service", mc(3), foreignService, metav1.ConditionFalse, cachev1alpha1.ReasonServiceNotOwned},
 	})
 }
@@ -148,14 +148,26 @@ func TestDegraded(t *testing.T) {
 		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
 		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionTrue, cachev1alpha1.ReasonRolloutStalled},
 		{"foreign", mc(3), Observation{NotOwned: []owned.Kind{owned.KindDeployment}}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
-		{"refused", mc(3), Observation{ApplyError: refused}, metav1.ConditionTrue, cachev1alpha1.ReasonApplyFailed},
+		{"refused", mc(3), Observation{Failed: []error{refused}}, metav1.ConditionTrue, cachev1alpha1.ReasonApplyFailed},
 		{"foreign Service", mc(3), foreignService, metav1.ConditionTrue, cachev1alpha1.ReasonServiceNotOwned},
 		{"foreign PodDisruptionBudget", mc(3), foreignPDB, metav1.ConditionTrue, cachev1alpha1.ReasonPodDisruptionBudgetNotOwned},
 		{"foreign Deployment ranks first", mc(3), Observation{NotOwned: []owned.Kind{owned.KindService, owned.KindDeployment}}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
 		{"a Secret", mc(3), Observation{Deployment: complete, Secret: badSecret}, metav1.ConditionTrue, cachev1alpha1.ReasonSecretInvalid},
-		{"a Secret ranks before a refused apply", mc(3), Observation{Deployment: complete, Secret: noSecret, ApplyError: refused}, metav1.ConditionTrue, cachev1alpha1.ReasonSecretMissing},
+		{"a Secret ranks before a refused apply", mc(3), Observation{Deployment: complete, Secret: noSecret, Failed: []error{refused}}, metav1.ConditionTrue, cachev1alpha1.ReasonSecretMissing},
 		{"a foreign Deployment ranks before a Secret", mc(3), Observation{NotOwned: []owned.Kind{owned.KindDeployment}, Secret: noSecret}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
 	})
+}
+
+func TestEveryFailureIsNamed(t *testing.T) {
+	g := NewWithT(t)
+	quota := errors.New(`applying Service cache: services "cache" is forbidden: exceeded quota`)
+	webhook := errors.New(`applying NetworkPolicy cache: admission webhook "policy.example.com" denied the request`)
+	for _, f := range []func(*cachev1alpha1.Memcached, Observation) metav1.Condition{Degraded, Stalled, Progressing, Reconciling} {
+		c := f(mc(3), Observation{Deployment: complete, Failed: []error{quota, webhook}})
+		g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonApplyFailed), c.Type)
+		g.Expect(c.Message).To(Equal(`Applying Service cache: services "cache" is forbidden: exceeded quota; `+
+			`applying NetworkPolicy cache: admission webhook "policy.example.com" denied the request`), c.Type)
+	}
 }
 
 func TestReconciling(t *testing.T) {
@@ -175,7 +187,7 @@ func TestStalled(t *testing.T) {
 		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
 		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionTrue, cachev1alpha1.ReasonRolloutStalled},
 		{"foreign", mc(3), Observation{NotOwned: []owned.Kind{owned.KindDeployment}}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
-		{"refused", mc(3), Observation{ApplyError: refused}, metav1.ConditionTrue, cachev1alpha1.ReasonApplyFailed},
+		{"refused", mc(3), Observation{Failed: []error{refused}}, metav1.ConditionTrue, cachev1alpha1.ReasonApplyFailed},
 		{"foreign PodDisruptionBudget", mc(3), foreignPDB, metav1.ConditionTrue, cachev1alpha1.ReasonPodDisruptionBudgetNotOwned},
 	})
 }
@@ -254,7 +266,7 @@ func TestKstatusReadsTheStatus(t *testing.T) {
 		{"spec changed since", Observation{Deployment: complete}, 5, kstatus.InProgressStatus},
 		{"rollout stalled", Observation{Deployment: stalled}, 4, kstatus.FailedStatus},
 		{"foreign Deployment", Observation{NotOwned: []owned.Kind{owned.KindDeployment}}, 4, kstatus.FailedStatus},
-		{"refused Deployment", Observation{ApplyError: refused}, 4, kstatus.FailedStatus},
+		{"refused Deployment", Observation{Failed: []error{refused}}, 4, kstatus.FailedStatus},
 		{"foreign Service", foreignService, 4, kstatus.FailedStatus},
 	}
 	for _, tt := range tests {

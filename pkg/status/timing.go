@@ -28,7 +28,8 @@ const reportTimeout = 30 * time.Second
 // a rollout that ends within that time is then written once, at its end:
 // one status write per change instead of one per report. Zero: write now.
 func Hold(m *cachev1alpha1.Memcached, obs Observation, now time.Time) time.Duration {
-	if obs.Replacing != "" {
+	if obs.Replacing != "" || len(obs.Failed) > 0 {
+		// Worth reading at once.
 		return 0
 	}
 	if wait := reportPending(obs.Deployment, obs.DeploymentChanged, now); wait > 0 {

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -117,6 +118,7 @@ func TestStatusWaitsForTheRolloutsEndOnlyWhileTheStatusLags(t *testing.T) {
 		{"rolling out for a generation the status already names (a Secret rotated)", memcached(3, 2, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second)}, 0},
 		{"replacing another Deployment", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second), Replacing: "replacing"}, 0},
 		{"no Deployment", memcached(3, 1, metav1.ConditionTrue), Observation{}, 0},
+		{"created in this reconcile, and a phase failed", memcached(1, 0, ""), Observation{Deployment: deployment(1, 0, time.Hour), DeploymentChanged: true, Failed: []error{errors.New("applying Service cache: forbidden")}}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,19 +1,19 @@
 // Package memcached is the Memcached controller: it applies each
-// Memcached's Deployment, Service, PodDisruptionBudget, ServiceMonitor and
-// status with server-side apply, under the field managers of package owned,
-// and sends nothing when nothing changed.
+// Memcached's Deployment, Service, PodDisruptionBudget, NetworkPolicy,
+// ServiceMonitor and status with server-side apply, under the field
+// managers of package owned, and sends nothing when nothing changed.
 //
 // A reconcile reads in this order: Reconcile (this file) gets the
-// Memcached and runs one scope (scope.go), whose reconcileObjects lists the
-// steps: the Deployment (deployment.go: the Secrets gate, a replacement,
-// the apply), then the Service, the budget and the ServiceMonitor, each
-// applied or removed through objects.go; then the status, whose content
-// and timing package status decides.
+// Memcached and runs its phases (phases.go), one per object, each of them
+// whatever the others returned: the Deployment (deployment.go: the Secrets
+// gate, a replacement, the apply), the Service, the budget, the
+// NetworkPolicy and the ServiceMonitor, each applied or removed through
+// objects.go; then the status (scope.go), whose content and timing package
+// status decides.
 package memcached
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -37,12 +37,7 @@ import (
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
 	"github.com/example/memcached-operator/pkg/secrets"
-	"github.com/example/memcached-operator/pkg/status"
 )
-
-// replaceRecheckInterval is how often a Memcached whose Deployment is being
-// replaced is looked at again, until the replaced Deployment is gone.
-const replaceRecheckInterval = time.Second
 
 // Reconciler reconciles Memcached objects.
 type Reconciler struct {
@@ -54,7 +49,8 @@ type Reconciler struct {
 	// naming who changed one.
 	APIReader client.Reader
 	// Owned holds summaries of the Deployments, Services,
-	// PodDisruptionBudgets and ServiceMonitors the operator made.
+	// PodDisruptionBudgets, NetworkPolicies and ServiceMonitors the
+	// operator made.
 	Owned *owned.Store
 	// Schemas type the owned kinds for the rule that tells whether an
 	// apply is needed; they say whether the cluster serves ServiceMonitors,
@@ -93,7 +89,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings a Memcached's Deployment, Service, PodDisruptionBudget,
-// ServiceMonitor and status to what its spec asks for.
+// NetworkPolicy, ServiceMonitor and status to what its spec asks for.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	m := &cachev1alpha1.Memcached{}
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
@@ -111,41 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// controller-runtime's logger already names the Memcached.
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("generation", m.Generation))
 
-	s := newScope(r, m)
-	err := s.reconcileObjects(ctx)
-	switch {
-	case errors.Is(err, errSecretsPending):
-		// The Secrets' watches tell when they have listed.
-		return reconcile.Result{RequeueAfter: secretsPendingRecheck}, nil
-	case errors.Is(err, errMemcachedGone):
-		return reconcile.Result{}, nil
-	case err != nil:
-		return reconcile.Result{}, err
-	}
-	if hold := status.Hold(m, s.obs, r.now()); hold > 0 {
-		// Anything written to the status now would be stale within
-		// moments, and say nothing a reader of the status lacks: until
-		// then observedGeneration lags, which reads as "in progress".
-		return reconcile.Result{RequeueAfter: hold}, nil
-	}
-	if err := s.applyStatus(ctx); err != nil {
-		return reconcile.Result{}, err
-	}
-
-	switch {
-	case s.obs.Replacing != "":
-		// The replaced Deployment is outside the store: its changes raise
-		// no event.
-		return reconcile.Result{RequeueAfter: replaceRecheckInterval}, nil
-	case s.obs.ApplyError != nil:
-		// Only a spec change can fix it, and a spec change is an event.
-		return reconcile.Result{}, reconcile.TerminalError(s.obs.ApplyError)
-	case !s.recheck.IsZero():
-		// Time alone changes what the certificate's status says: no
-		// event would come, and the wait costs no request.
-		return reconcile.Result{RequeueAfter: max(s.recheck.Sub(r.now())+time.Second, time.Second)}, nil
-	}
-	return reconcile.Result{}, nil
+	return newScope(r, m).reconcile(ctx)
 }
 
 func (r *Reconciler) now() time.Time {

@@ -3,9 +3,11 @@ package memcached
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,18 +26,30 @@ import (
 	"github.com/example/memcached-operator/pkg/owned"
 )
 
-// reconcileDeployment is the Deployment step: it learns what the pods
-// would mount from the Secrets m names, then, in this order,
+// replaceRecheckInterval is how often a Memcached whose Deployment is being
+// replaced is looked at again, until the replaced Deployment is gone.
+const replaceRecheckInterval = time.Second
+
+// reconcileDeployment is the Deployment's phase: it follows the Secrets m
+// names and learns what the pods would mount from them, then, in this
+// order,
 //   - leaves alone a Deployment of m's name that m does not control;
 //   - replaces one m controls that selects pods otherwise (below);
 //   - holds the Deployment as it is while a Secret is unusable (the gate:
 //     pods that cannot mount what they need would never start);
 //   - applies m's Deployment, first adopting in place one that selects m's
 //     pods but that the operator never applied.
-func (s *scope) reconcileDeployment(ctx context.Context) error {
+func reconcileDeployment(ctx context.Context, s *scope) (ctrl.Result, error) {
+	s.Secrets.Follow(client.ObjectKeyFromObject(s.m), secretNames(s.m)...)
 	mounted, err := s.mountedSecrets()
-	if err != nil {
-		return err
+	switch {
+	case errors.Is(err, errSecretsPending):
+		// The Secrets' watches tell when they have listed; this is the
+		// safety net.
+		s.secretsPending = true
+		return ctrl.Result{RequeueAfter: secretsPendingRecheck}, nil
+	case err != nil:
+		return ctrl.Result{}, err
 	}
 	s.obs.Secret = mounted.problem
 	s.obs.Certificate = mounted.certificate
@@ -43,34 +57,50 @@ func (s *scope) reconcileDeployment(ctx context.Context) error {
 	current, dep, err := s.claim(ctx, deployments)
 	switch {
 	case err != nil:
-		return err
 	case dep.notOwned:
 	case current != nil && !selectsOwnPods(current, s.m):
 		dep.obj = current
-		if s.obs.Replacing, err = s.replace(ctx, current); err != nil {
-			return err
-		}
+		s.obs.Replacing, err = s.replace(ctx, current)
 	case mounted.problem != nil:
 		dep.obj = current
 	default:
-		if current != nil && current.LastApplied() == nil {
-			// Adopted in place: the Memcached's status and finalizer are
-			// taken over as in a replacement.
-			if err := s.adoptFieldManagers(ctx); err != nil {
-				return err
-			}
-			if err := s.adoptDeploymentManagers(ctx, current); err != nil {
-				return err
-			}
-		}
-		if dep, err = s.apply(ctx, deployments, current, desired.Deployment(s.m, s.Images, s.restartFor(current, mounted.digests))); err != nil {
-			return err
-		}
+		dep, err = s.applyDeployment(ctx, current, mounted.digests)
 	}
 	s.obs.Deployment = dep.obj
 	s.obs.DeploymentChanged = dep.changed
 	s.observe(owned.KindDeployment, dep)
-	return nil
+	return s.deploymentRecheck(), err
+}
+
+// applyDeployment applies m's Deployment over current (nil when there is
+// none), first adopting in place one that selects m's pods but that the
+// operator never applied: the Memcached's status and finalizer, and the
+// Deployment's fields, are taken over as in a replacement.
+func (s *scope) applyDeployment(ctx context.Context, current *owned.Summary, digests desired.SecretDigests) (outcome, error) {
+	if current != nil && current.LastApplied() == nil {
+		if err := s.adoptFieldManagers(ctx); err != nil {
+			return outcome{obj: current}, err
+		}
+		if err := s.adoptDeploymentManagers(ctx, current); err != nil {
+			return outcome{obj: current}, err
+		}
+	}
+	return s.apply(ctx, deployments, current, desired.Deployment(s.m, s.Images, s.restartFor(current, digests)))
+}
+
+// deploymentRecheck is when to look at the Deployment again though no
+// event comes: while a replaced Deployment, outside the store, is going,
+// and when the certificate's time says something new (the wait costs no
+// request).
+func (s *scope) deploymentRecheck() ctrl.Result {
+	var res ctrl.Result
+	if s.obs.Replacing != "" {
+		res.RequeueAfter = replaceRecheckInterval
+	}
+	if !s.recheck.IsZero() {
+		res = sooner(res, ctrl.Result{RequeueAfter: max(s.recheck.Sub(s.now())+time.Second, time.Second)})
+	}
+	return res
 }
 
 // A Memcached may control a Deployment that the operator did not make, or

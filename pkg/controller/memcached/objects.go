@@ -54,18 +54,17 @@ var (
 	}
 )
 
-// outcome is what a step did with one object.
+// outcome is what a phase did with one object.
 type outcome struct {
-	// obj summarizes the object as the apiserver holds it after the step,
-	// when it exists and is the Memcached's; nil otherwise.
+	// obj summarizes the object as the apiserver holds it after the phase
+	// (as it was before, when the apply failed), when it exists and is the
+	// Memcached's; nil otherwise.
 	obj *owned.Summary
 	// changed: the apply created or changed the object.
 	changed bool
 	// notOwned: an object of that name exists that the Memcached does not
 	// control; it was left alone.
 	notOwned bool
-	// refused is the apiserver's refusal of the apply, naming the object.
-	refused error
 	// report is what to tell of the change in the reconcile's event; empty
 	// when there is nothing to tell there.
 	report report
@@ -138,11 +137,12 @@ func (s *scope) current(ctx context.Context, k ownedKind) (*owned.Summary, error
 // apply applies want over current, the Memcached's object of kind k (nil
 // when there is none), when what FieldManager owns of it differs. It
 // records an event at once for restored drift; what else it changed is in
-// the outcome's report.
+// the outcome's report. The apiserver's refusal of want is a
+// *refusedError.
 func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, want runtime.ApplyConfiguration) (outcome, error) {
 	m := s.m
 	log := ctrl.LoggerFrom(ctx)
-	var out outcome
+	out := outcome{obj: current}
 
 	var lostTo []string
 	if current != nil {
@@ -152,7 +152,6 @@ func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, 
 		}
 		if same {
 			appliesSkipped.WithLabelValues(string(k.kind)).Inc()
-			out.obj = current
 			return out, nil
 		}
 		if lostTo, err = s.whoChanged(ctx, k, current, want); err != nil {
@@ -190,8 +189,7 @@ func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, 
 		log.Error(err, "The apiserver refused the object", "kind", k.kind)
 		s.Recorder.Eventf(m, nil, corev1.EventTypeWarning, eventApplyRejected, "Apply",
 			"The apiserver refused %s %s: %v", k.kind, m.Name, err)
-		out.refused = fmt.Errorf("%s %s: %w", k.kind, m.Name, err)
-		return out, nil
+		return out, &refusedError{fmt.Errorf("the apiserver refused %s %s: %w", k.kind, m.Name, err)}
 	case err != nil:
 		return out, fmt.Errorf("applying %s %s: %w", k.kind, m.Name, err)
 	}

@@ -12,13 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	ctrl "sigs.k8s.io/controller-runtime"
+		ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	cacheac "github.com/example/memcached-operator/applyconfig/api/v1alpha1"
-	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
 	"github.com/example/memcached-operator/pkg/status"
 )
@@ -39,124 +37,34 @@ const (
 	eventRolloutStalled = "RolloutStalled"
 )
 
-// scope is one reconcile of one Memcached: every step of it is a method
-// of scope, which gathers what the steps observe for the status and what
-// they changed for the reconcile's event.
+// scope is one reconcile of one Memcached: the phases (phases.go) record in
+// it what they observe, for the status, and what they changed, for the
+// reconcile's event.
 type scope struct {
 	*Reconciler
 	m *cachev1alpha1.Memcached
-	// obs is what the steps observed so far.
+	// obs is what the phases observed so far.
 	obs status.Observation
-	// reports are what the steps changed, told in one event at the end of
-	// reconcileObjects.
+	// reports are what the phases changed, told in one event once they
+	// have all run.
 	reports []report
 	// recheck is when the Memcached is to be looked at again though
 	// nothing changes: when its certificate's time says something new.
 	recheck time.Time
+	// secretsPending: a Secret the Memcached names has not been listed yet,
+	// so neither the Deployment nor the status can be known.
+	secretsPending bool
 }
 
 func newScope(r *Reconciler, m *cachev1alpha1.Memcached) *scope {
 	return &scope{Reconciler: r, m: m, obs: status.Observation{Image: r.Images.Image(m)}}
 }
 
-// reconcileObjects makes m's Deployment, Service, PodDisruptionBudget,
-// NetworkPolicy and ServiceMonitor what m asks for, sending an apply only for an object
-// whose owned fields differ, and observes them for the status.
-func (s *scope) reconcileObjects(ctx context.Context) error {
-	defer s.recordReports()
-	pods, err := s.Owned.Pods(client.ObjectKeyFromObject(s.m))
-	if err != nil {
-		return err
-	}
-	s.obs.Pods = pods
-	if err := s.reconcileDeployment(ctx); err != nil {
-		return err
-	}
-	if err := s.reconcileService(ctx); err != nil {
-		return err
-	}
-	if err := s.reconcileBudget(ctx); err != nil {
-		return err
-	}
-	if err := s.reconcileNetworkPolicy(ctx); err != nil {
-		return err
-	}
-	return s.reconcileServiceMonitor(ctx)
-}
-
-// reconcileService applies m's headless Service.
-func (s *scope) reconcileService(ctx context.Context) error {
-	svc, err := s.ensure(ctx, services, desired.Service(s.m))
-	if err != nil {
-		return err
-	}
-	s.obs.Service = svc.obj
-	s.observe(owned.KindService, svc)
-	return nil
-}
-
-// reconcileBudget applies m's PodDisruptionBudget while m wants one, and
-// deletes it otherwise.
-func (s *scope) reconcileBudget(ctx context.Context) error {
-	return s.reconcileOptional(ctx, podDisruptionBudgets, desired.WantsPodDisruptionBudget(s.m),
-		func() runtime.ApplyConfiguration { return desired.PodDisruptionBudget(s.m) })
-}
-
-// reconcileNetworkPolicy applies m's NetworkPolicy while m asks for one,
-// and deletes it otherwise.
-func (s *scope) reconcileNetworkPolicy(ctx context.Context) error {
-	return s.reconcileOptional(ctx, networkPolicies, desired.WantsNetworkPolicy(s.m),
-		func() runtime.ApplyConfiguration { return desired.NetworkPolicy(s.m) })
-}
-
-// reconcileOptional applies the object of kind k that build makes while
-// wanted, and deletes m's object of that kind otherwise.
-func (s *scope) reconcileOptional(ctx context.Context, k ownedKind, wanted bool, build func() runtime.ApplyConfiguration) error {
-	if !wanted {
-		return s.remove(ctx, k)
-	}
-	out, err := s.ensure(ctx, k, build())
-	if err != nil {
-		return err
-	}
-	s.observe(k.kind, out)
-	return nil
-}
-
-// reconcileServiceMonitor applies m's ServiceMonitor while m asks for
-// monitoring and the cluster serves ServiceMonitors, and deletes it when m
-// no longer asks.
-func (s *scope) reconcileServiceMonitor(ctx context.Context) error {
-	switch {
-	case !s.Schemas.ServiceMonitors():
-		if desired.Monitored(s.m) {
-			s.obs.Monitor = status.MonitorCRDMissing
-		}
-		return nil
-	case !desired.Monitored(s.m):
-		return s.remove(ctx, serviceMonitors)
-	}
-	sm, err := s.ensure(ctx, serviceMonitors, desired.ServiceMonitor(s.m))
-	if err != nil {
-		return err
-	}
-	s.observe(owned.KindServiceMonitor, sm)
-	s.obs.Monitor = status.MonitorReady
-	if sm.notOwned {
-		s.obs.Monitor = status.MonitorNotOwned
-	}
-	return nil
-}
-
-// observe records what a step did with an object of kind: for the status,
-// whether the object is in the way and the apiserver's first refusal; for
-// the event, what changed.
+// observe records what a phase did with an object of kind: for the status,
+// whether the object is in the way; for the event, what changed.
 func (s *scope) observe(kind owned.Kind, out outcome) {
 	if out.notOwned {
 		s.obs.NotOwned = append(s.obs.NotOwned, kind)
-	}
-	if s.obs.ApplyError == nil {
-		s.obs.ApplyError = out.refused
 	}
 	s.reports = append(s.reports, out.report)
 }

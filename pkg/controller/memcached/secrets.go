@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/example/memcached-operator/pkg/material"
+
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
@@ -32,16 +33,14 @@ type mountedSecrets struct {
 	problem *status.SecretProblem
 	// certificate is memcached's certificate, valid now for the Service's
 	// name; nil without TLS or with a problem.
-	certificate *secrets.Certificate
+	certificate *material.Certificate
 	// recheck is when what the certificate's time says changes next (it
 	// becomes valid, expires soon, or expires); zero if never.
 	recheck time.Time
 }
 
-// mountedSecrets records which Secrets m names (the watcher follows those
-// and no others) and tells what m's pods would mount from them.
-func (s *scope) mountedSecrets() (mountedSecrets, error) {
-	m := s.m
+// secretNames are the Secrets m names, in spec.tls and spec.auth.
+func secretNames(m *cachev1alpha1.Memcached) []string {
 	var names []string
 	if m.Spec.TLS != nil {
 		names = append(names, m.Spec.TLS.SecretName)
@@ -49,13 +48,19 @@ func (s *scope) mountedSecrets() (mountedSecrets, error) {
 	if m.Spec.Auth != nil && !slices.Contains(names, m.Spec.Auth.SecretName) {
 		names = append(names, m.Spec.Auth.SecretName)
 	}
-	s.Secrets.Follow(client.ObjectKeyFromObject(m), names...)
+	return names
+}
 
+// mountedSecrets tells what m's pods would mount from the Secrets it
+// names, as the watcher last saw them; errSecretsPending when one has not
+// been listed yet.
+func (s *scope) mountedSecrets() (mountedSecrets, error) {
+	m := s.m
 	var out mountedSecrets
 	var err error
 	if tls := m.Spec.TLS; tls != nil {
 		uses := []secrets.Use{secrets.UseServing}
-		if slices.Contains(desired.TLSKeys(m), secrets.CAKey) {
+		if slices.Contains(desired.TLSKeys(m), material.CAKey) {
 			uses = append(uses, secrets.UseClientCA)
 			if desired.Monitored(m) {
 				uses = append(uses, secrets.UseClient)

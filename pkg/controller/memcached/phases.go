@@ -1,0 +1,181 @@
+package memcached
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/owned"
+	"github.com/example/memcached-operator/pkg/status"
+)
+
+// phase makes one of the Memcached's objects what the Memcached asks for
+// and records what it saw of it in the scope, for the status. It returns
+// when to look again though nothing changes (zero: when something does),
+// and its failure, which names the object.
+type phase func(ctx context.Context, s *scope) (ctrl.Result, error)
+
+// phases are a reconcile's steps, in the order they run. Each runs whatever
+// the ones before it returned: none depends on another's outcome, so a
+// Service the apiserver refuses keeps neither the budget nor the
+// NetworkPolicy from being applied, nor the status from saying so. The
+// status depends on all of them and runs last (reconcileStatus).
+var phases = []struct {
+	name string
+	run  phase
+}{
+	{"Deployment", reconcileDeployment},
+	{"Service", reconcileService},
+	{"PodDisruptionBudget", reconcileBudget},
+	{"NetworkPolicy", reconcileNetworkPolicy},
+	{"ServiceMonitor", reconcileServiceMonitor},
+}
+
+// reconcile runs every phase, then the status, and returns the shortest
+// requeue any of them asked for and their errors joined, each wrapped with
+// its phase. The errors are terminal when every one is a refusal that only
+// a spec change can fix.
+func (s *scope) reconcile(ctx context.Context) (ctrl.Result, error) {
+	pods, err := s.Owned.Pods(client.ObjectKeyFromObject(s.m))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s.obs.Pods = pods
+
+	var result ctrl.Result
+	var errs []error
+	for _, p := range phases {
+		res, err := p.run(ctx, s)
+		if errors.Is(err, errMemcachedGone) {
+			// Nothing more to make, and no status worth writing.
+			s.recordReports()
+			return ctrl.Result{}, nil
+		}
+		if err != nil {
+			s.obs.Failed = append(s.obs.Failed, err)
+			errs = append(errs, fmt.Errorf("%s phase: %w", p.name, err))
+		}
+		result = sooner(result, res)
+	}
+	s.recordReports()
+
+	res, err := reconcileStatus(ctx, s)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("status phase: %w", err))
+	}
+	result = sooner(result, res)
+
+	switch {
+	case len(errs) == 0:
+		return result, nil
+	case allRefused(errs):
+		// Only a spec change can fix it, and a spec change is an event.
+		return ctrl.Result{}, reconcile.TerminalError(errors.Join(errs...))
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// sooner is the result that looks again first: a requeue at all before
+// none, and the shorter of two.
+func sooner(a, b ctrl.Result) ctrl.Result {
+	if a.RequeueAfter == 0 || (b.RequeueAfter > 0 && b.RequeueAfter < a.RequeueAfter) {
+		return b
+	}
+	return a
+}
+
+// refusedError is the apiserver's refusal of an object as the operator
+// built it (invalid, or a bad request): retrying sends the same, so only a
+// spec change can fix it.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+func allRefused(errs []error) bool {
+	for _, err := range errs {
+		if refused := (*refusedError)(nil); !errors.As(err, &refused) {
+			return false
+		}
+	}
+	return true
+}
+
+// reconcileService applies m's headless Service.
+func reconcileService(ctx context.Context, s *scope) (ctrl.Result, error) {
+	svc, err := s.ensure(ctx, services, desired.Service(s.m))
+	s.obs.Service = svc.obj
+	s.observe(owned.KindService, svc)
+	return ctrl.Result{}, err
+}
+
+// reconcileBudget applies m's PodDisruptionBudget while m wants one, and
+// deletes it otherwise.
+func reconcileBudget(ctx context.Context, s *scope) (ctrl.Result, error) {
+	return ctrl.Result{}, s.ensureOrRemove(ctx, podDisruptionBudgets, desired.WantsPodDisruptionBudget(s.m),
+		func() runtime.ApplyConfiguration { return desired.PodDisruptionBudget(s.m) })
+}
+
+// reconcileNetworkPolicy applies m's NetworkPolicy while m asks for one,
+// and deletes it otherwise.
+func reconcileNetworkPolicy(ctx context.Context, s *scope) (ctrl.Result, error) {
+	return ctrl.Result{}, s.ensureOrRemove(ctx, networkPolicies, desired.WantsNetworkPolicy(s.m),
+		func() runtime.ApplyConfiguration { return desired.NetworkPolicy(s.m) })
+}
+
+// reconcileServiceMonitor applies m's ServiceMonitor while m asks for
+// monitoring and the cluster serves ServiceMonitors, and deletes it when m
+// no longer asks.
+func reconcileServiceMonitor(ctx context.Context, s *scope) (ctrl.Result, error) {
+	switch {
+	case !s.Schemas.ServiceMonitors():
+		if desired.Monitored(s.m) {
+			s.obs.Monitor = status.MonitorCRDMissing
+		}
+		return ctrl.Result{}, nil
+	case !desired.Monitored(s.m):
+		return ctrl.Result{}, s.remove(ctx, serviceMonitors)
+	}
+	sm, err := s.ensure(ctx, serviceMonitors, desired.ServiceMonitor(s.m))
+	s.observe(owned.KindServiceMonitor, sm)
+	s.obs.Monitor = status.MonitorReady
+	if sm.notOwned {
+		s.obs.Monitor = status.MonitorNotOwned
+	}
+	return ctrl.Result{}, err
+}
+
+// ensureOrRemove applies the object of kind k that build makes while
+// wanted, and deletes m's object of that kind otherwise.
+func (s *scope) ensureOrRemove(ctx context.Context, k ownedKind, wanted bool, build func() runtime.ApplyConfiguration) error {
+	if !wanted {
+		return s.remove(ctx, k)
+	}
+	out, err := s.ensure(ctx, k, build())
+	s.observe(k.kind, out)
+	return err
+}
+
+// reconcileStatus applies the status computed from what the phases saw,
+// unless it is held (package status decides when a status is worth
+// writing). It depends on the Deployment's phase having learnt what the
+// pods would mount: until the Secrets' watches have listed, there is no
+// status to write.
+func reconcileStatus(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.secretsPending {
+		return ctrl.Result{}, nil
+	}
+	if hold := status.Hold(s.m, s.obs, s.now()); hold > 0 {
+		// Anything written to the status now would be stale within
+		// moments, and say nothing a reader of the status lacks: until
+		// then observedGeneration lags, which reads as "in progress".
+		return ctrl.Result{RequeueAfter: hold}, nil
+	}
+	return ctrl.Result{}, s.applyStatus(ctx)
+}
