@@ -303,7 +303,12 @@ func TestManyMemcachedsWithSeveralWorkersGiveNoConflicts(t *testing.T) {
 		_, dep := converged(t, m)
 		g.Expect(*dep.Spec.Replicas).To(Equal(int32(2)))
 	}
-	conflicts := requests.Since(0, func(r testenv.Request) bool { return r.Code == http.StatusConflict })
+	// An event's creation answered 409 is client-go's event broadcaster
+	// meeting an event of that name it created before (seen in a namespace
+	// being deleted): no write of the operator's state lost to a conflict.
+	conflicts := requests.Since(0, func(r testenv.Request) bool {
+		return r.Code == http.StatusConflict && !(r.Method == http.MethodPost && strings.Contains(r.Path, "/apis/events.k8s.io/"))
+	})
 	g.Expect(conflicts).To(BeEmpty())
 }
 
