@@ -42,6 +42,14 @@ func podSpec(m *cachev1alpha1.Memcached, images Images) *corev1ac.PodSpecApplyCo
 		// of the pod joins.
 		ps.SecurityContext.WithFSGroup(memcachedUser)
 	}
+	withScheduling(ps, m)
+	return ps
+}
+
+// withScheduling sets what decides where m's pods run, and whose images
+// they may pull: the spec's fields as they are, and when it sets no spread
+// constraint, a spread across nodes.
+func withScheduling(ps *corev1ac.PodSpecApplyConfiguration, m *cachev1alpha1.Memcached) {
 	for _, s := range m.Spec.ImagePullSecrets {
 		ps.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(s.Name))
 	}
@@ -71,7 +79,6 @@ func podSpec(m *cachev1alpha1.Memcached, images Images) *corev1ac.PodSpecApplyCo
 			// pods about to go do not count.
 			WithMatchLabelKeys(appsv1.DefaultDeploymentUniqueLabelKey))
 	}
-	return ps
 }
 
 // secretVolume mounts the Secret name, as the files keys, readable by the pod's fsGroup only.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,8 +27,6 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // Store watches the Deployments, Services, PodDisruptionBudgets,
@@ -53,138 +49,10 @@ type Store struct {
 	// may not have seen yet.
 	createdMu sync.Mutex
 	created   map[createdKey]created
-	// kept holds, by object, what NotKept learned: the digest the
+	// kept holds, by object, what RememberNotKept learned: the digest the
 	// apiserver records for an apply of the operator, and the apply's own.
 	keptMu sync.Mutex
 	kept   map[types.UID]keptAs
-}
-
-// keptAs is an apply the apiserver records otherwise than it was sent.
-type keptAs struct {
-	recorded, applied Digest
-}
-
-// NotKept records what an apply that changed nothing tells of the object
-// current summarizes: the apiserver keeps the operator's fields of it as
-// current's digest says, although applying what has the digest applied
-// should have recorded applied. It does not keep some field the operator
-// sets (FieldsNotKept names them), or keeps a value otherwise. From then
-// on, while the digest of what the operator owns of the object is the
-// recorded one, Get gives its summary the applied digest: applying the
-// same again would change nothing, and is not sent.
-func (s *Store) NotKept(current *Summary, applied Digest) {
-	if current.Digest == nil {
-		return
-	}
-	s.keptMu.Lock()
-	defer s.keptMu.Unlock()
-	s.kept[current.UID] = keptAs{recorded: *current.Digest, applied: applied}
-}
-
-// asApplied is sum, with the digest of the apply that the apiserver
-// records as sum's digest, when NotKept learned one.
-func (s *Store) asApplied(sum *Summary) *Summary {
-	if sum == nil || sum.Digest == nil {
-		return sum
-	}
-	s.keptMu.Lock()
-	k, ok := s.kept[sum.UID]
-	s.keptMu.Unlock()
-	if !ok || k.recorded != *sum.Digest {
-		return sum
-	}
-	c := sum.DeepCopy()
-	c.Digest = &k.applied
-	return c
-}
-
-// gone forgets what NotKept learned of an object once it is deleted.
-func (s *Store) gone(obj any) {
-	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	sum, ok := obj.(*Summary)
-	if !ok {
-		return
-	}
-	s.keptMu.Lock()
-	defer s.keptMu.Unlock()
-	delete(s.kept, sum.UID)
-}
-
-type created struct {
-	summary *Summary
-	at      time.Time
-}
-
-type createdKey struct {
-	kind Kind
-	key  types.NamespacedName
-}
-
-// createdMemory is how long Created remembers a creation the informer has
-// not shown yet: far longer than a watch takes to deliver one.
-const createdMemory = time.Minute
-
-// Created records the summary of an object the controller just created,
-// as the apiserver answered, completed with what the answer lacks: the
-// digest of what it applied, and its apply's managed-fields entry (the
-// time). Until the store's watch shows the object, Unseen returns it.
-func (s *Store) Created(answer *Summary, applied Digest) {
-	now := time.Now()
-	sum := answer.DeepCopy()
-	sum.Digest = &applied
-	sum.ManagedFields = []metav1.ManagedFieldsEntry{{
-		Manager:    FieldManager,
-		Operation:  metav1.ManagedFieldsOperationApply,
-		APIVersion: sum.APIVersion,
-		Time:       &metav1.Time{Time: now},
-	}}
-	key := createdKey{sum.Kind(), types.NamespacedName{Namespace: sum.Namespace, Name: sum.Name}}
-	s.createdMu.Lock()
-	defer s.createdMu.Unlock()
-	if _, found, _ := s.Get(key.kind, key.key); found {
-		// The watch showed it already (the informer holds an object
-		// before its handlers hear of it).
-		return
-	}
-	for c, v := range s.created {
-		if now.Sub(v.at) > createdMemory {
-			delete(s.created, c)
-		}
-	}
-	s.created[key] = created{summary: sum, at: now}
-}
-
-// seen forgets what Created recorded of an object once the store's watch
-// shows it: from then on the watch alone tells whether it exists, and a
-// deletion is not hidden by the record.
-func (s *Store) seen(obj any) {
-	sum, ok := obj.(*Summary)
-	if !ok {
-		return
-	}
-	s.createdMu.Lock()
-	defer s.createdMu.Unlock()
-	delete(s.created, createdKey{sum.Kind(), types.NamespacedName{Namespace: sum.Namespace, Name: sum.Name}})
-}
-
-// Unseen returns the summary Created recorded of the object of kind k with
-// that key when the store's watch has not shown that object yet (seen
-// forgets it once the watch does): the store's answer that it does not
-// exist is then not to be trusted.
-func (s *Store) Unseen(k Kind, key types.NamespacedName) (*Summary, bool) {
-	s.createdMu.Lock()
-	defer s.createdMu.Unlock()
-	c, ok := s.created[createdKey{k, key}]
-	if !ok {
-		return nil, false
-	}
-	if time.Since(c.at) > createdMemory {
-		delete(s.created, createdKey{k, key})
-		return nil, false
-	}
-	return c.summary, true
 }
 
 // NewStore returns a Store of the objects labelled with selector in
@@ -204,46 +72,9 @@ func (s *Store) Unseen(k Kind, key types.NamespacedName) (*Summary, bool) {
 // complement of selector): the store keeps their metadata, trimmed to
 // names, UIDs and controller references (see Other).
 func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector, others labels.Selector, resync time.Duration, schemas *Schemas) (*Store, error) {
-	apps, err := appsv1client.NewForConfigAndClient(cfg, hc)
+	kinds, core, meta, err := watchedKinds(cfg, hc, schemas)
 	if err != nil {
 		return nil, err
-	}
-	core, err := corev1client.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		return nil, err
-	}
-	policy, err := policyv1client.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		return nil, err
-	}
-	networking, err := networkingv1client.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		return nil, err
-	}
-	monitoring, err := monitoringv1client.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		return nil, err
-	}
-	meta, err := metadata.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		return nil, err
-	}
-	// Each kind the store watches: its REST client and resource, and the
-	// type its watch decodes into.
-	type watched struct {
-		kind    Kind
-		client  rest.Interface
-		gvr     schema.GroupVersionResource
-		example runtime.Object
-	}
-	kinds := []watched{
-		{KindDeployment, apps.RESTClient(), appsv1.SchemeGroupVersion.WithResource("deployments"), &appsv1.Deployment{}},
-		{KindService, core.RESTClient(), corev1.SchemeGroupVersion.WithResource("services"), &corev1.Service{}},
-		{KindPodDisruptionBudget, policy.RESTClient(), policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), &policyv1.PodDisruptionBudget{}},
-		{KindNetworkPolicy, networking.RESTClient(), networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), &networkingv1.NetworkPolicy{}},
-	}
-	if schemas.ServiceMonitors() {
-		kinds = append(kinds, watched{KindServiceMonitor, monitoring.RESTClient(), monitoringv1.SchemeGroupVersion.WithResource(monitoringv1.ServiceMonitorName), &monitoringv1.ServiceMonitor{}})
 	}
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
@@ -279,73 +110,58 @@ func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector, 
 			_ = others.SetTransform(trimOther)
 			s.add(s.others, k.kind, ns, others)
 		}
-		s.add(s.informers, KindPod, ns, newPodInformer(core.RESTClient(), ns, selector))
+		s.add(s.informers, KindPod, ns, newPodInformer(core, ns, selector))
 	}
 	return s, nil
 }
 
-// byMemcached indexes pod summaries by the Memcached they are of.
-const byMemcached = "memcached"
-
-// newPodInformer is an informer of the summaries of the pods labelled with
-// selector in ns, indexed by Memcached. It never resyncs: the Memcacheds'
-// own objects bring the periodic look.
-func newPodInformer(core rest.Interface, ns string, selector labels.Selector) toolscache.SharedIndexInformer {
-	lw := toolscache.NewFilteredListWatchFromClient(core, "pods", ns, withSelector(selector))
-	inf := toolscache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, toolscache.SharedIndexInformerOptions{
-		ObjectDescription: "Pod summaries",
-		Indexers: toolscache.Indexers{
-			toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,
-			byMemcached: func(obj any) ([]string, error) {
-				p, ok := obj.(*Pod)
-				if !ok || p.Memcached == "" {
-					return nil, nil
-				}
-				return []string{types.NamespacedName{Namespace: p.Namespace, Name: p.Memcached}.String()}, nil
-			},
-		},
-	})
-	// Before the informer starts, so it holds nothing but summaries.
-	_ = inf.SetTransform(func(obj any) (any, error) {
-		if p, ok := obj.(*corev1.Pod); ok {
-			return SummarizePod(p), nil
-		}
-		return obj, nil // a tombstone: its object was summarized before
-	})
-	return inf
+// watchedKind is a kind the store watches: its REST client and resource,
+// and the type its watch decodes into.
+type watchedKind struct {
+	kind    Kind
+	client  rest.Interface
+	gvr     schema.GroupVersionResource
+	example runtime.Object
 }
 
-// Pods returns the summaries of the pods of the Memcached of key.
-func (s *Store) Pods(key types.NamespacedName) ([]*Pod, error) {
-	inf, ok := s.informers[KindPod][key.Namespace]
-	if !ok {
-		inf, ok = s.informers[KindPod][metav1.NamespaceAll]
-	}
-	if !ok {
-		return nil, fmt.Errorf("namespace %s is not watched", key.Namespace)
-	}
-	items, err := inf.GetIndexer().ByIndex(byMemcached, key.String())
+// watchedKinds are the owned kinds the store watches (ServiceMonitors when
+// schemas know them), with the REST client of pods and the metadata
+// client of the others' names.
+func watchedKinds(cfg *rest.Config, hc *http.Client, schemas *Schemas) ([]watchedKind, rest.Interface, metadata.Interface, error) {
+	apps, err := appsv1client.NewForConfigAndClient(cfg, hc)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	pods := make([]*Pod, 0, len(items))
-	for _, item := range items {
-		if p, ok := item.(*Pod); ok {
-			pods = append(pods, p)
-		}
+	core, err := corev1client.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	slices.SortFunc(pods, func(a, b *Pod) int { return strings.Compare(a.Name, b.Name) })
-	return pods, nil
-}
-
-// PodSources are the controller's watches of the Memcacheds' pods, one per
-// informer, each sending its events to h.
-func (s *Store) PodSources(h handler.EventHandler) []source.Source {
-	var out []source.Source
-	for _, inf := range s.informers[KindPod] {
-		out = append(out, &syncingSource{Informer: source.Informer{Informer: inf, Handler: h}, synced: inf.HasSynced})
+	policy, err := policyv1client.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	return out
+	networking, err := networkingv1client.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	monitoring, err := monitoringv1client.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	meta, err := metadata.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	kinds := []watchedKind{
+		{KindDeployment, apps.RESTClient(), appsv1.SchemeGroupVersion.WithResource("deployments"), &appsv1.Deployment{}},
+		{KindService, core.RESTClient(), corev1.SchemeGroupVersion.WithResource("services"), &corev1.Service{}},
+		{KindPodDisruptionBudget, policy.RESTClient(), policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), &policyv1.PodDisruptionBudget{}},
+		{KindNetworkPolicy, networking.RESTClient(), networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), &networkingv1.NetworkPolicy{}},
+	}
+	if schemas.ServiceMonitors() {
+		kinds = append(kinds, watchedKind{KindServiceMonitor, monitoring.RESTClient(), monitoringv1.SchemeGroupVersion.WithResource(monitoringv1.ServiceMonitorName), &monitoringv1.ServiceMonitor{}})
+	}
+	return kinds, core.RESTClient(), meta, nil
 }
 
 // withSelector sets a list or watch's label selector to sel.
@@ -403,7 +219,7 @@ func (s *Store) Other(k Kind, key types.NamespacedName) (*metav1.PartialObjectMe
 // store holds one: an object of the operator's that exists. An object
 // without the operator's label (another's, or one whose label was removed)
 // is not in the store. Its digest is that of the operator's apply when the
-// apiserver records the apply otherwise (NotKept).
+// apiserver records the apply otherwise (RememberNotKept).
 func (s *Store) Get(k Kind, key types.NamespacedName) (*Summary, bool, error) {
 	sum, found, err := lookup[*Summary](s.informers, k, key)
 	return s.asApplied(sum), found, err
@@ -429,49 +245,6 @@ func lookup[T any](set map[Kind]map[string]toolscache.SharedIndexInformer, k Kin
 		return none, false, fmt.Errorf("the store holds a %T for %s %s", item, k, key)
 	}
 	return t, true, nil
-}
-
-// Sources are the controller's watches of the store: one per informer,
-// each sending its events to h. The controller starts reconciling once
-// they are synced, so that a started operator finds what exists in the
-// store and asks the apiserver nothing for it.
-func (s *Store) Sources(h handler.EventHandler) []source.Source {
-	var out []source.Source
-	for _, k := range []Kind{KindDeployment, KindService, KindPodDisruptionBudget, KindServiceMonitor, KindNetworkPolicy} {
-		for _, inf := range s.informers[k] {
-			out = append(out, &syncingSource{Informer: source.Informer{Informer: inf, Handler: h}, synced: inf.HasSynced})
-		}
-	}
-	return out
-}
-
-// OtherSources are the controller's watches of the names of other objects:
-// one per informer, each sending its events to h, which decides which of
-// them matter (a name a Memcached wants being freed, say). The controller
-// starts reconciling once they are synced too, so that a name taken before
-// it started is known to be taken.
-func (s *Store) OtherSources(h handler.EventHandler) []source.Source {
-	var out []source.Source
-	for _, byNS := range s.others {
-		for _, inf := range byNS {
-			out = append(out, &syncingSource{Informer: source.Informer{Informer: inf, Handler: h}, synced: inf.HasSynced})
-		}
-	}
-	return out
-}
-
-// syncingSource is an informer source the controller waits on before its
-// first reconcile.
-type syncingSource struct {
-	source.Informer
-	synced toolscache.InformerSynced
-}
-
-func (s *syncingSource) WaitForSync(ctx context.Context) error {
-	if !toolscache.WaitForCacheSync(ctx.Done(), s.synced) {
-		return fmt.Errorf("waiting for %s to sync: %w", s.String(), ctx.Err())
-	}
-	return nil
 }
 
 // Start runs the informers until ctx is done.

@@ -72,7 +72,7 @@ func (w *Watcher) NeedLeaderElection() bool { return true }
 // Follow records that the Memcached named memcached names the Secrets
 // names of its namespace, and no other: watches start for Secrets no
 // Memcached named before, and stop for those no Memcached names any
-// longer. Follow(m) with no names when the Memcached is gone.
+// longer. A Memcached that names none is forgotten (as by Forget).
 func (w *Watcher) Follow(memcached types.NamespacedName, names ...string) {
 	keys := make([]types.NamespacedName, 0, len(names))
 	for _, n := range names {
@@ -113,6 +113,12 @@ func (w *Watcher) Follow(memcached types.NamespacedName, names ...string) {
 	} else {
 		w.uses[memcached] = keys
 	}
+}
+
+// Forget stops following the Secrets of the Memcached named memcached,
+// which is gone: the watches no other Memcached needs stop.
+func (w *Watcher) Forget(memcached types.NamespacedName) {
+	w.Follow(memcached)
 }
 
 // State is what the Watcher knows of one Secret.

@@ -56,7 +56,7 @@ func TestAWatchStopsWhenNoMemcachedNamesItsSecret(t *testing.T) {
 	g.Eventually(open).WithTimeout(10*time.Second).Should(Equal(map[string]bool{"metadata.name=tls": true, "metadata.name=users": false}),
 		"no Memcached names users any more: its watch stops; b still names tls")
 
-	w.Follow(a)
-	w.Follow(b)
+	w.Forget(a)
+	w.Forget(b)
 	g.Eventually(open).WithTimeout(10 * time.Second).Should(Equal(map[string]bool{"metadata.name=tls": false, "metadata.name=users": false}))
 }

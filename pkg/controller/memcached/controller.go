@@ -95,13 +95,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
 		// Deleted: garbage collection removes what it owned.
 		if apierrors.IsNotFound(err) {
-			r.Secrets.Follow(req.NamespacedName)
+			r.Secrets.Forget(req.NamespacedName)
 			r.toldPodProblems.Delete(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !m.DeletionTimestamp.IsZero() {
-		r.Secrets.Follow(req.NamespacedName)
+		r.Secrets.Forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	// controller-runtime's logger already names the Memcached.

@@ -54,7 +54,7 @@ func reconcileDeployment(ctx context.Context, s *scope) (ctrl.Result, error) {
 	s.obs.Secret = mounted.problem
 	s.obs.Certificate = mounted.certificate
 	s.recheck = mounted.recheck
-	current, dep, err := s.claim(ctx, deployments)
+	current, dep, err := s.currentReportingForeign(ctx, deployments)
 	switch {
 	case err != nil:
 	case dep.notOwned:

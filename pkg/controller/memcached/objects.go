@@ -75,17 +75,17 @@ type outcome struct {
 // does nothing to an object of that name that the Memcached does not
 // control.
 func (s *scope) ensure(ctx context.Context, k ownedKind, want runtime.ApplyConfiguration) (outcome, error) {
-	current, out, err := s.claim(ctx, k)
+	current, out, err := s.currentReportingForeign(ctx, k)
 	if err != nil || out.notOwned {
 		return out, err
 	}
 	return s.apply(ctx, k, current, want)
 }
 
-// claim returns the summary of the object of kind k with the Memcached's
+// currentReportingForeign returns the summary of the object of kind k with the Memcached's
 // name (nil when none exists). One the Memcached does not control is left
 // alone, and reported at once: in an event, and by the outcome's notOwned.
-func (s *scope) claim(ctx context.Context, k ownedKind) (*owned.Summary, outcome, error) {
+func (s *scope) currentReportingForeign(ctx context.Context, k ownedKind) (*owned.Summary, outcome, error) {
 	var out outcome
 	current, err := s.current(ctx, k)
 	if err != nil {
@@ -141,7 +141,6 @@ func (s *scope) current(ctx context.Context, k ownedKind) (*owned.Summary, error
 // *refusedError.
 func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, want runtime.ApplyConfiguration) (outcome, error) {
 	m := s.m
-	log := ctrl.LoggerFrom(ctx)
 	out := outcome{obj: current}
 
 	var lostTo []string
@@ -165,7 +164,7 @@ func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, 
 	// request per created object.
 
 	// What the object's digest will be after the apply, and, for an object
-	// that exists, what is sent (notKept may need it): read from want before
+	// that exists, what is sent (learnNotKept may need it): read from want before
 	// the apply writes the answer into it.
 	wantDigest, err := owned.DigestOf(want, s.Schemas)
 	if err != nil {
@@ -177,24 +176,9 @@ func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, 
 			return out, err
 		}
 	}
-	log.Info("Applying object", "kind", k.kind)
-	err = s.Client.Apply(ctx, want, client.FieldOwner(owned.FieldManager), client.ForceOwnership)
-	switch {
-	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		// The namespace is going away, and the Memcached with it: nothing
-		// to create, and no status worth writing.
-		log.V(1).Info("Not applying: the namespace is terminating", "kind", k.kind)
-		return out, errMemcachedGone
-	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-		log.Error(err, "The apiserver refused the object", "kind", k.kind)
-		s.Recorder.Eventf(m, nil, corev1.EventTypeWarning, eventApplyRejected, "Apply",
-			"The apiserver refused %s %s: %v", k.kind, m.Name, err)
-		return out, &refusedError{fmt.Errorf("the apiserver refused %s %s: %w", k.kind, m.Name, err)}
-	case err != nil:
-		return out, fmt.Errorf("applying %s %s: %w", k.kind, m.Name, err)
+	if err := s.send(ctx, k, want); err != nil {
+		return out, err
 	}
-	appliesSent.WithLabelValues(string(k.kind)).Inc()
-
 	// Apply wrote the apiserver's answer into want.
 	applied, err := summaryOfAnswer(k, want)
 	if err != nil {
@@ -202,11 +186,11 @@ func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, 
 	}
 	out.obj = applied
 	if current == nil {
-		s.Owned.Created(applied, wantDigest)
+		s.Owned.RememberCreated(applied, wantDigest)
 	}
 	out.changed = current == nil || applied.ResourceVersion != current.ResourceVersion
 	if !out.changed {
-		return out, s.notKept(ctx, k, current, wantDigest, json.RawMessage(sent))
+		return out, s.learnNotKept(ctx, k, current, wantDigest, json.RawMessage(sent))
 	}
 	if len(lostTo) > 0 {
 		driftCorrected.WithLabelValues(string(k.kind)).Inc()
@@ -215,6 +199,32 @@ func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, 
 	}
 	out.report = describe(m, k.kind, current, applied, len(lostTo) > 0)
 	return out, nil
+}
+
+// send applies want, the object of kind k, under the operator's field
+// manager. The apiserver's refusal of want is a *refusedError; a namespace
+// being deleted is errMemcachedGone.
+func (s *scope) send(ctx context.Context, k ownedKind, want runtime.ApplyConfiguration) error {
+	m := s.m
+	log := ctrl.LoggerFrom(ctx)
+	log.Info("Applying object", "kind", k.kind)
+	err := s.Client.Apply(ctx, want, client.FieldOwner(owned.FieldManager), client.ForceOwnership)
+	switch {
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		// The namespace is going away, and the Memcached with it: nothing
+		// to create, and no status worth writing.
+		log.V(1).Info("Not applying: the namespace is terminating", "kind", k.kind)
+		return errMemcachedGone
+	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+		log.Error(err, "The apiserver refused the object", "kind", k.kind)
+		s.Recorder.Eventf(m, nil, corev1.EventTypeWarning, eventApplyRejected, "Apply",
+			"The apiserver refused %s %s: %v", k.kind, m.Name, err)
+		return &refusedError{fmt.Errorf("the apiserver refused %s %s: %w", k.kind, m.Name, err)}
+	case err != nil:
+		return fmt.Errorf("applying %s %s: %w", k.kind, m.Name, err)
+	}
+	appliesSent.WithLabelValues(string(k.kind)).Inc()
+	return nil
 }
 
 // whoChanged names the managers that took fields of current from the
@@ -239,7 +249,7 @@ func (s *scope) whoChanged(ctx context.Context, k ownedKind, current *owned.Summ
 	return owned.ManagersOfLostFields(live, want, s.Schemas)
 }
 
-// notKept follows an apply that changed nothing on current, though what
+// learnNotKept follows an apply that changed nothing on current, though what
 // the operator owns of it differed from what it sent (whose digest is
 // applied): the apiserver does not keep what the operator sends as sent.
 // Most often it drops fields that its Kubernetes version does not serve, or
@@ -249,8 +259,8 @@ func (s *scope) whoChanged(ctx context.Context, k ownedKind, current *owned.Summ
 // event: they have no effect in this cluster. The object is read to name
 // them, once: the answer to the apply, decoded over what was sent, cannot
 // tell what the apiserver left out.
-func (s *scope) notKept(ctx context.Context, k ownedKind, current *owned.Summary, applied owned.Digest, sent json.RawMessage) error {
-	s.Owned.NotKept(current, applied)
+func (s *scope) learnNotKept(ctx context.Context, k ownedKind, current *owned.Summary, applied owned.Digest, sent json.RawMessage) error {
+	s.Owned.RememberNotKept(current, applied)
 	live := k.newObj()
 	if err := s.APIReader.Get(ctx, client.ObjectKeyFromObject(current), live); err != nil {
 		return client.IgnoreNotFound(err)

@@ -1,0 +1,80 @@
+package owned
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// byMemcached indexes pod summaries by the Memcached they are of.
+const byMemcached = "memcached"
+
+// newPodInformer is an informer of the summaries of the pods labelled with
+// selector in ns, indexed by Memcached. It never resyncs: the Memcacheds'
+// own objects bring the periodic look.
+func newPodInformer(core rest.Interface, ns string, selector labels.Selector) toolscache.SharedIndexInformer {
+	lw := toolscache.NewFilteredListWatchFromClient(core, "pods", ns, withSelector(selector))
+	inf := toolscache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, toolscache.SharedIndexInformerOptions{
+		ObjectDescription: "Pod summaries",
+		Indexers: toolscache.Indexers{
+			toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,
+			byMemcached: func(obj any) ([]string, error) {
+				p, ok := obj.(*Pod)
+				if !ok || p.Memcached == "" {
+					return nil, nil
+				}
+				return []string{types.NamespacedName{Namespace: p.Namespace, Name: p.Memcached}.String()}, nil
+			},
+		},
+	})
+	// Before the informer starts, so it holds nothing but summaries.
+	_ = inf.SetTransform(func(obj any) (any, error) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			return SummarizePod(p), nil
+		}
+		return obj, nil // a tombstone: its object was summarized before
+	})
+	return inf
+}
+
+// Pods returns the summaries of the pods of the Memcached of key.
+func (s *Store) Pods(key types.NamespacedName) ([]*Pod, error) {
+	inf, ok := s.informers[KindPod][key.Namespace]
+	if !ok {
+		inf, ok = s.informers[KindPod][metav1.NamespaceAll]
+	}
+	if !ok {
+		return nil, fmt.Errorf("namespace %s is not watched", key.Namespace)
+	}
+	items, err := inf.GetIndexer().ByIndex(byMemcached, key.String())
+	if err != nil {
+		return nil, err
+	}
+	pods := make([]*Pod, 0, len(items))
+	for _, item := range items {
+		if p, ok := item.(*Pod); ok {
+			pods = append(pods, p)
+		}
+	}
+	slices.SortFunc(pods, func(a, b *Pod) int { return strings.Compare(a.Name, b.Name) })
+	return pods, nil
+}
+
+// PodSources are the controller's watches of the Memcacheds' pods, one per
+// informer, each sending its events to h.
+func (s *Store) PodSources(h handler.EventHandler) []source.Source {
+	var out []source.Source
+	for _, inf := range s.informers[KindPod] {
+		out = append(out, &syncingSource{Informer: source.Informer{Informer: inf, Handler: h}, synced: inf.HasSynced})
+	}
+	return out
+}
