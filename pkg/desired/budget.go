@@ -20,7 +20,7 @@ func WantsPodDisruptionBudget(m *cachev1alpha1.Memcached) bool {
 func PodDisruptionBudget(m *cachev1alpha1.Memcached) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
 	return policyv1ac.PodDisruptionBudget(m.Name, m.Namespace).
 		WithLabels(Labels(m)).
-		WithOwnerReferences(OwnerReference(m)).
+		WithOwnerReferences(ownerReference(m)).
 		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
 			WithMaxUnavailable(intstr.FromInt32(1)).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(m))))

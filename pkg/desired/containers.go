@@ -38,14 +38,14 @@ func Command(m *cachev1alpha1.Memcached) []string {
 		}
 	}
 	if m.Spec.TLS != nil {
-		opts := "ssl_chain_cert=" + path.Join(TLSDir, material.CertKey) + ",ssl_key=" + path.Join(TLSDir, material.KeyKey)
+		opts := "ssl_chain_cert=" + path.Join(tlsDir, material.CertKey) + ",ssl_key=" + path.Join(tlsDir, material.KeyKey)
 		if verifiesClients(m) {
-			opts += ",ssl_ca_cert=" + path.Join(TLSDir, material.CAKey) + ",ssl_verify_mode=" + strconv.Itoa(sslVerifyModes[m.Spec.TLS.ClientCertificates])
+			opts += ",ssl_ca_cert=" + path.Join(tlsDir, material.CAKey) + ",ssl_verify_mode=" + strconv.Itoa(sslVerifyModes[m.Spec.TLS.ClientCertificates])
 		}
 		cmd = append(cmd, "--enable-ssl", "--extended="+opts)
 	}
 	if m.Spec.Auth != nil {
-		cmd = append(cmd, "--auth-file="+path.Join(AuthDir, authFile))
+		cmd = append(cmd, "--auth-file="+path.Join(authDir, authFile))
 	}
 	return cmd
 }
@@ -81,10 +81,10 @@ func container(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerApp
 		c.WithResources(r)
 	}
 	if m.Spec.TLS != nil {
-		c.WithVolumeMounts(mount(TLSVolume, TLSDir))
+		c.WithVolumeMounts(mount(tlsVolume, tlsDir))
 	}
 	if m.Spec.Auth != nil {
-		c.WithVolumeMounts(mount(AuthVolume, AuthDir))
+		c.WithVolumeMounts(mount(authVolume, authDir))
 	}
 	return c
 }
@@ -108,8 +108,8 @@ func exporter(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerAppl
 	}
 	if verifiesClients(m) {
 		args = append(args,
-			"--memcached.tls.cert-file="+path.Join(TLSDir, material.CertKey),
-			"--memcached.tls.key-file="+path.Join(TLSDir, material.KeyKey))
+			"--memcached.tls.cert-file="+path.Join(tlsDir, material.CertKey),
+			"--memcached.tls.key-file="+path.Join(tlsDir, material.KeyKey))
 	}
 	c := corev1ac.Container().
 		WithName(ExporterContainerName).
@@ -125,7 +125,7 @@ func exporter(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerAppl
 		c.WithResources(r)
 	}
 	if verifiesClients(m) {
-		c.WithVolumeMounts(mount(TLSVolume, TLSDir))
+		c.WithVolumeMounts(mount(tlsVolume, tlsDir))
 	}
 	return c
 }
@@ -149,15 +149,15 @@ func reloader(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerAppl
 			WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(reloaderMemory)})).
 		WithSecurityContext(restricted(memcachedUser))
 	if m.Spec.TLS != nil {
-		args = append(args, "--tls-dir="+TLSDir, "--server-name="+ServiceHost(m.Name, m.Namespace))
+		args = append(args, "--tls-dir="+tlsDir, "--server-name="+ServiceHost(m.Name, m.Namespace))
 		if verifiesClients(m) {
 			args = append(args, "--client-certificate")
 		}
-		c.WithVolumeMounts(mount(TLSVolume, TLSDir))
+		c.WithVolumeMounts(mount(tlsVolume, tlsDir))
 	}
 	if m.Spec.Auth != nil {
-		args = append(args, "--auth-file="+path.Join(AuthDir, authFile))
-		c.WithVolumeMounts(mount(AuthVolume, AuthDir))
+		args = append(args, "--auth-file="+path.Join(authDir, authFile))
+		c.WithVolumeMounts(mount(authVolume, authDir))
 	}
 	return c.WithArgs(args...)
 }

@@ -46,7 +46,7 @@ func Deployment(m *cachev1alpha1.Memcached, images Images, digests SecretDigests
 	}
 	return appsv1ac.Deployment(m.Name, m.Namespace).
 		WithLabels(Labels(m)).
-		WithOwnerReferences(OwnerReference(m)).
+		WithOwnerReferences(ownerReference(m)).
 		WithSpec(appsv1ac.DeploymentSpec().
 			WithReplicas(Replicas(m)).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(m))).

@@ -17,14 +17,14 @@ import (
 )
 
 const (
-	// LabelName, LabelInstance and LabelManagedBy are the recommended
+	// labelName, LabelInstance and LabelManagedBy are the recommended
 	// Kubernetes labels the operator puts on what it creates.
-	LabelName      = "app.kubernetes.io/name"
+	labelName      = "app.kubernetes.io/name"
 	LabelInstance  = "app.kubernetes.io/instance"
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 
-	// AppName is the value of LabelName.
-	AppName = "memcached"
+	// appName is the value of labelName.
+	appName = "memcached"
 	// ManagedBy is the value of LabelManagedBy; the operator caches only
 	// objects that carry it.
 	ManagedBy = "memcached-operator"
@@ -70,13 +70,13 @@ const (
 	// the preStop sleep.
 	terminationGracePeriodSeconds = 30
 
-	// TLSVolume and AuthVolume are the volumes of the Secrets of spec.tls
-	// and spec.auth, mounted read-only at TLSDir and AuthDir.
-	TLSVolume  = "tls"
-	TLSDir     = "/etc/memcached/tls"
-	AuthVolume = "auth"
-	AuthDir    = "/etc/memcached/auth"
-	// authFile is the authentication file's name in AuthDir, whatever the
+	// tlsVolume and authVolume are the volumes of the Secrets of spec.tls
+	// and spec.auth, mounted read-only at tlsDir and authDir.
+	tlsVolume  = "tls"
+	tlsDir     = "/etc/memcached/tls"
+	authVolume = "auth"
+	authDir    = "/etc/memcached/auth"
+	// authFile is the authentication file's name in authDir, whatever the
 	// Secret's key.
 	authFile = "authfile"
 	// secretFileMode lets the pods' users read the mounted Secrets through
@@ -110,7 +110,7 @@ const (
 	memcachedUser = 1001
 
 	// The reloader's resources: it reads a few files each second and
-	// otherwise sleeps (docs/security.md has what it measured).
+	// otherwise sleeps (docs/benchmarks-cache.md has what it used).
 	reloaderCPURequest = "5m"
 	reloaderMemory     = "32Mi"
 )
@@ -127,12 +127,12 @@ type Images struct {
 	Reloader string
 }
 
-// InstanceLabelValue is the value of LabelInstance for a Memcached: its name
+// instanceLabelValue is the value of LabelInstance for a Memcached: its name
 // when that is a valid label value, otherwise a shortened name with a hash
 // of the full name. The CRD admits only names of at most 63 characters, which
 // are always valid label values; the fallback keeps the builder total for
 // any input.
-func InstanceLabelValue(name string) string {
+func instanceLabelValue(name string) string {
 	if len(validation.IsValidLabelValue(name)) == 0 {
 		return name
 	}
@@ -159,8 +159,8 @@ func isAlphanumeric(c byte) bool {
 // selector is immutable.
 func SelectorLabels(m *cachev1alpha1.Memcached) map[string]string {
 	return map[string]string{
-		LabelName:     AppName,
-		LabelInstance: InstanceLabelValue(m.Name),
+		labelName:     appName,
+		LabelInstance: instanceLabelValue(m.Name),
 	}
 }
 
@@ -171,8 +171,8 @@ func Labels(m *cachev1alpha1.Memcached) map[string]string {
 	return l
 }
 
-// OwnerReference makes m the controller of an object.
-func OwnerReference(m *cachev1alpha1.Memcached) *metav1ac.OwnerReferenceApplyConfiguration {
+// ownerReference makes m the controller of an object.
+func ownerReference(m *cachev1alpha1.Memcached) *metav1ac.OwnerReferenceApplyConfiguration {
 	return metav1ac.OwnerReference().
 		WithAPIVersion(cachev1alpha1.SchemeGroupVersion.String()).
 		WithKind(cachev1alpha1.Kind).

@@ -135,7 +135,7 @@ func TestInstanceLabelValue(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got := InstanceLabelValue(tt.in)
+			got := instanceLabelValue(tt.in)
 			g.Expect(validation.IsValidLabelValue(got)).To(BeEmpty())
 			if tt.want != "" {
 				g.Expect(got).To(Equal(tt.want))
@@ -143,7 +143,7 @@ func TestInstanceLabelValue(t *testing.T) {
 		})
 	}
 	t.Run("distinct long names give distinct values", func(t *testing.T) {
-		NewWithT(t).Expect(InstanceLabelValue(long + "x")).NotTo(Equal(InstanceLabelValue(long + "y")))
+		NewWithT(t).Expect(instanceLabelValue(long + "x")).NotTo(Equal(instanceLabelValue(long + "y")))
 	})
 }
 

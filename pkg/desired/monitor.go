@@ -25,7 +25,7 @@ func ServiceMonitor(m *cachev1alpha1.Memcached) *monitoringv1ac.ServiceMonitorAp
 	}
 	return monitoringv1ac.ServiceMonitor(m.Name, m.Namespace).
 		WithLabels(labels).
-		WithOwnerReferences(OwnerReference(m)).
+		WithOwnerReferences(ownerReference(m)).
 		WithSpec(monitoringv1ac.ServiceMonitorSpec().
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(m))).
 			WithEndpoints(endpoint))

@@ -53,7 +53,7 @@ func NetworkPolicy(m *cachev1alpha1.Memcached) *networkingv1ac.NetworkPolicyAppl
 	}
 	return networkingv1ac.NetworkPolicy(m.Name, m.Namespace).
 		WithLabels(Labels(m)).
-		WithOwnerReferences(OwnerReference(m)).
+		WithOwnerReferences(ownerReference(m)).
 		WithSpec(spec)
 }
 

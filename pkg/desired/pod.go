@@ -30,10 +30,10 @@ func podSpec(m *cachev1alpha1.Memcached, images Images) *corev1ac.PodSpecApplyCo
 		}
 	}
 	if m.Spec.TLS != nil {
-		ps.WithVolumes(secretVolume(TLSVolume, m.Spec.TLS.SecretName, TLSKeys(m)...))
+		ps.WithVolumes(secretVolume(tlsVolume, m.Spec.TLS.SecretName, TLSKeys(m)...))
 	}
 	if m.Spec.Auth != nil {
-		v := secretVolume(AuthVolume, m.Spec.Auth.SecretName)
+		v := secretVolume(authVolume, m.Spec.Auth.SecretName)
 		v.Secret.WithItems(corev1ac.KeyToPath().WithKey(AuthKey(m)).WithPath(authFile))
 		ps.WithVolumes(v)
 	}

@@ -35,7 +35,7 @@ func Service(m *cachev1alpha1.Memcached) *corev1ac.ServiceApplyConfiguration {
 	}
 	return corev1ac.Service(m.Name, m.Namespace).
 		WithLabels(Labels(m)).
-		WithOwnerReferences(OwnerReference(m)).
+		WithOwnerReferences(ownerReference(m)).
 		WithSpec(spec)
 }
 

@@ -47,7 +47,7 @@ func TestPodsMountTheSecretsTheyUse(t *testing.T) {
 	g.Expect(*pod.SecurityContext.FSGroup).To(Equal(int64(memcachedUser)))
 	g.Expect(pod.Volumes).To(HaveLen(2))
 	tls, auth := pod.Volumes[0], pod.Volumes[1]
-	g.Expect(*tls.Name).To(Equal(TLSVolume))
+	g.Expect(*tls.Name).To(Equal(tlsVolume))
 	g.Expect(*tls.Secret.SecretName).To(Equal("cache-tls"))
 	g.Expect(*tls.Secret.DefaultMode).To(Equal(int32(0o440)))
 	var keys []string
@@ -65,8 +65,8 @@ func TestPodsMountTheSecretsTheyUse(t *testing.T) {
 	for _, mt := range mounts {
 		g.Expect(*mt.ReadOnly).To(BeTrue())
 	}
-	g.Expect(*mounts[0].MountPath).To(Equal(TLSDir))
-	g.Expect(*mounts[1].MountPath).To(Equal(AuthDir))
+	g.Expect(*mounts[0].MountPath).To(Equal(tlsDir))
+	g.Expect(*mounts[1].MountPath).To(Equal(authDir))
 
 	rotated := Deployment(m, testImages, SecretDigests{TLS: "t2", Auth: "a1"}).Spec.Template
 	g.Expect(rotated.Annotations[AnnotationTLSDigest]).To(Equal("t2"))
@@ -101,5 +101,5 @@ func TestExporterScrapesOverTLS(t *testing.T) {
 	exp = Deployment(m, testImages, SecretDigests{}).Spec.Template.Spec.Containers[1]
 	g.Expect(exp.Args).To(ContainElements("--memcached.tls.cert-file=/etc/memcached/tls/tls.crt", "--memcached.tls.key-file=/etc/memcached/tls/tls.key"))
 	g.Expect(exp.VolumeMounts).To(HaveLen(1))
-	g.Expect(*exp.VolumeMounts[0].MountPath).To(Equal(TLSDir))
+	g.Expect(*exp.VolumeMounts[0].MountPath).To(Equal(tlsDir))
 }

@@ -31,8 +31,8 @@ const (
 // entries past the eighth are ignored, and a user and password longer than
 // this together (with the space a client sends between them) never match.
 const (
-	MaxAuthEntries     = 8
-	MaxAuthTokenLength = 256
+	maxAuthEntries     = 8
+	maxAuthTokenLength = 256
 )
 
 // Certificate is what the operator and the reloader keep of memcached's
@@ -200,7 +200,7 @@ func CheckClient(crt, key []byte, roots *x509.CertPool) error {
 // CheckAuthFile tells whether memcached 1.6 reads b as an authentication
 // file that lets every user it lists in, and if not, why. memcached itself
 // refuses to start on an empty line or a line without ':', and silently
-// ignores an unterminated last line, entries past MaxAuthEntries, and
+// ignores an unterminated last line, entries past maxAuthEntries, and
 // users or passwords no client can send.
 func CheckAuthFile(b []byte) error {
 	if len(b) == 0 {
@@ -210,8 +210,8 @@ func CheckAuthFile(b []byte) error {
 		return errors.New("its last line does not end with a newline: memcached ignores that line")
 	}
 	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	if len(lines) > MaxAuthEntries {
-		return fmt.Errorf("it has %d entries: memcached reads the first %d only", len(lines), MaxAuthEntries)
+	if len(lines) > maxAuthEntries {
+		return fmt.Errorf("it has %d entries: memcached reads the first %d only", len(lines), maxAuthEntries)
 	}
 	for i, line := range lines {
 		n := i + 1
@@ -229,8 +229,8 @@ func CheckAuthFile(b []byte) error {
 			return fmt.Errorf("line %d has a password with a space: memcached never matches it", n)
 		case strings.ContainsAny(password, "\r"):
 			return fmt.Errorf("line %d ends with a carriage return: memcached would take it as part of the password", n)
-		case len(user)+1+len(password) > MaxAuthTokenLength:
-			return fmt.Errorf("line %d is too long: a user and password of more than %d bytes together never match", n, MaxAuthTokenLength-1)
+		case len(user)+1+len(password) > maxAuthTokenLength:
+			return fmt.Errorf("line %d is too long: a user and password of more than %d bytes together never match", n, maxAuthTokenLength-1)
 		}
 	}
 	return nil

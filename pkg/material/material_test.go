@@ -16,7 +16,7 @@ import (
 // line or one without ':', and starts, letting nobody in by that entry, on
 // everything else refused here.
 func TestAuthFileAsMemcachedReadsIt(t *testing.T) {
-	long := strings.Repeat("p", MaxAuthTokenLength-2)
+	long := strings.Repeat("p", maxAuthTokenLength-2)
 	tests := []struct {
 		name, file string
 		problem    string // "" when memcached lets every user in

@@ -254,8 +254,8 @@ func (s *Summary) digest() (Digest, error) {
 }
 
 // digestOf computes the digest of what FieldManager owns of a whole
-// Deployment, Service, PodDisruptionBudget or ServiceMonitor from its
-// managed fields.
+// Deployment, Service, PodDisruptionBudget, NetworkPolicy or
+// ServiceMonitor from its managed fields.
 func digestOf(obj client.Object, schemas *Schemas) (Digest, error) {
 	var d Digest
 	var owned any

@@ -12,9 +12,9 @@ import (
 	"github.com/example/memcached-operator/pkg/reload"
 )
 
-// KindPod is the kind of the Memcacheds' pods, which the store watches
+// kindPod is the kind of the Memcacheds' pods, which the store watches
 // (read only) to tell why a Memcached is not ready.
-const KindPod Kind = "Pod"
+const kindPod Kind = "Pod"
 
 // Pod is what the operator keeps of one of its pods: what tells why it is
 // not ready, and nothing else. With many Memcacheds their pods are the most
@@ -68,7 +68,7 @@ type ContainerProblem struct {
 // SummarizePod returns the summary of one of the operator's pods.
 func SummarizePod(p *corev1.Pod) *Pod {
 	s := &Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: string(KindPod)},
+		TypeMeta: metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: string(kindPod)},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            p.Name,
 			Namespace:       p.Namespace,

@@ -48,9 +48,9 @@ func newPodInformer(core rest.Interface, ns string, selector labels.Selector) to
 
 // Pods returns the summaries of the pods of the Memcached of key.
 func (s *Store) Pods(key types.NamespacedName) ([]*Pod, error) {
-	inf, ok := s.informers[KindPod][key.Namespace]
+	inf, ok := s.informers[kindPod][key.Namespace]
 	if !ok {
-		inf, ok = s.informers[KindPod][metav1.NamespaceAll]
+		inf, ok = s.informers[kindPod][metav1.NamespaceAll]
 	}
 	if !ok {
 		return nil, fmt.Errorf("namespace %s is not watched", key.Namespace)
@@ -73,7 +73,7 @@ func (s *Store) Pods(key types.NamespacedName) ([]*Pod, error) {
 // informer, each sending its events to h.
 func (s *Store) PodSources(h handler.EventHandler) []source.Source {
 	var out []source.Source
-	for _, inf := range s.informers[KindPod] {
+	for _, inf := range s.informers[kindPod] {
 		out = append(out, &syncingSource{Informer: source.Informer{Informer: inf, Handler: h}, synced: inf.HasSynced})
 	}
 	return out

@@ -220,10 +220,10 @@ func entries(b []byte) []string {
 	return out
 }
 
-// SignalMemcached sends SIGHUP to the pod's memcached process, found by
+// signalMemcached sends SIGHUP to the pod's memcached process, found by
 // its name in /proc: the pod shares one process namespace, and the
 // reloader runs as memcached's user, so no capability is needed.
-func SignalMemcached() error {
+func signalMemcached() error {
 	pid, err := findProcess("/proc", "memcached")
 	if err != nil {
 		return err

@@ -47,7 +47,7 @@ type Config struct {
 	// memcached uses them.
 	Timeout time.Duration
 	// Signal tells memcached to read its authentication file again; nil:
-	// SIGHUP to the memcached process of the pod (SignalMemcached).
+	// SIGHUP to the memcached process of the pod (signalMemcached).
 	Signal func() error
 	// Log receives one record per reload.
 	Log *slog.Logger
@@ -93,7 +93,7 @@ func New(c Config) (*Reloader, error) {
 		c.Timeout = 30 * time.Second
 	}
 	if c.Signal == nil {
-		c.Signal = SignalMemcached
+		c.Signal = signalMemcached
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)

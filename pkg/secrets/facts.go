@@ -81,8 +81,8 @@ func (u Use) String() string {
 	return fmt.Sprintf("use %d", u.Role)
 }
 
-// Summarize reduces s to its Summary.
-func Summarize(s *corev1.Secret) *Summary {
+// summarize reduces s to its Summary.
+func summarize(s *corev1.Secret) *Summary {
 	sum := &Summary{
 		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion},
 		Digests:    make(map[string]string, len(s.Data)),

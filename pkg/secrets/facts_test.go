@@ -29,7 +29,7 @@ func TestSummaryKeepsDigestsAndProblemsOnly(t *testing.T) {
 	s.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:authfile":{}}}`)}}}
 	s.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cert-manager.io/v1", Kind: "Certificate", Name: "cache", UID: "uid-2"}}
 
-	sum := Summarize(s)
+	sum := summarize(s)
 	g.Expect(sum.ObjectMeta).To(Equal(metav1.ObjectMeta{Name: "cache-tls", Namespace: "ns", UID: "uid-1", ResourceVersion: "42"}),
 		"of the metadata, the identity only: no annotation (kubectl's holds the data), no managed fields, labels or owners")
 	g.Expect(sum.Name).To(Equal("cache-tls"))
@@ -48,11 +48,11 @@ func TestSummaryKeepsDigestsAndProblemsOnly(t *testing.T) {
 	// The digest of some keys changes with them, and with them only.
 	before := sum.Digest(material.CertKey, material.KeyKey)
 	s.Data["authfile"] = []byte("bob:pw\n")
-	g.Expect(Summarize(s).Digest(material.CertKey, material.KeyKey)).To(Equal(before))
+	g.Expect(summarize(s).Digest(material.CertKey, material.KeyKey)).To(Equal(before))
 	renewed, err := ca.Issue("cache", []string{"cache.ns.svc"})
 	g.Expect(err).NotTo(HaveOccurred())
 	s.Data[material.CertKey], s.Data[material.KeyKey] = renewed.Cert, renewed.Key
-	g.Expect(Summarize(s).Digest(material.CertKey, material.KeyKey)).NotTo(Equal(before))
+	g.Expect(summarize(s).Digest(material.CertKey, material.KeyKey)).NotTo(Equal(before))
 }
 
 func TestSummaryTellsWhatMemcachedCannotUse(t *testing.T) {
@@ -82,7 +82,7 @@ func TestSummaryTellsWhatMemcachedCannotUse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sum := Summarize(&corev1.Secret{Data: tt.data})
+			sum := summarize(&corev1.Secret{Data: tt.data})
 			NewWithT(t).Expect(sum.Problems).To(HaveKeyWithValue(tt.use, ContainSubstring(tt.problem)))
 		})
 	}

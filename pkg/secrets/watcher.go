@@ -173,7 +173,7 @@ func (w *Watcher) newWatch(key types.NamespacedName) *watched {
 	// The data goes no further than this.
 	_ = inf.SetTransform(func(obj any) (any, error) {
 		if secret, ok := obj.(*corev1.Secret); ok {
-			return Summarize(secret), nil
+			return summarize(secret), nil
 		}
 		return obj, nil
 	})

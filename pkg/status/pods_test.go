@@ -90,14 +90,14 @@ func TestPodProblemsAreNamed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			av := Available(tt.m, tt.obs)
+			av := available(tt.m, tt.obs)
 			g.Expect(av.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(av.Reason).To(Equal(tt.reason))
 			g.Expect(av.Message).To(HavePrefix("0 of 3 pods ready: "))
 			for _, s := range tt.mentions {
 				g.Expect(av.Message).To(ContainSubstring(s))
 			}
-			stalled, progressing := Stalled(tt.m, tt.obs), Progressing(tt.m, tt.obs)
+			stalled, progressing := Stalled(tt.m, tt.obs), progressing(tt.m, tt.obs)
 			if tt.stalled {
 				g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
 				g.Expect(stalled.Reason).To(Equal(tt.reason))
@@ -118,28 +118,28 @@ func TestPodProblemsClear(t *testing.T) {
 	g := NewWithT(t)
 	m := mc(3)
 	obs := Observation{Deployment: none, Pods: []*owned.Pod{pod("a", starting), pod("b", corev1.PodStatus{})}}
-	g.Expect(Available(m, obs).Reason).To(Equal(cachev1alpha1.ReasonMinimumReplicasUnavailable))
+	g.Expect(available(m, obs).Reason).To(Equal(cachev1alpha1.ReasonMinimumReplicasUnavailable))
 	g.Expect(Stalled(m, obs).Status).To(Equal(metav1.ConditionFalse))
-	g.Expect(Progressing(m, obs).Reason).To(Equal(cachev1alpha1.ReasonRollingOut))
+	g.Expect(progressing(m, obs).Reason).To(Equal(cachev1alpha1.ReasonRollingOut))
 
 	obs = Observation{Deployment: complete, Pods: []*owned.Pod{pod("a", crashing)}}
-	g.Expect(Available(m, obs).Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(available(m, obs).Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(Stalled(m, obs).Status).To(Equal(metav1.ConditionFalse))
-	g.Expect(Progressing(m, obs).Reason).To(Equal(cachev1alpha1.ReasonRolloutComplete))
+	g.Expect(progressing(m, obs).Reason).To(Equal(cachev1alpha1.ReasonRolloutComplete))
 }
 
-// A bad image rolled over a serving cache: it keeps serving (Available),
+// A bad image rolled over a serving cache: it keeps serving (available),
 // and the rollout is Stalled with the pull error, not "RollingOut" until
 // the Deployment's progress deadline.
 func TestPodProblemOfARolloutOverServingPods(t *testing.T) {
 	g := NewWithT(t)
 	m := mc(3)
 	obs := Observation{Deployment: deployment(3, 1, 3, 3, 2, availableTrue), Pods: []*owned.Pod{pod("new", pullFailed)}}
-	g.Expect(Available(m, obs).Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(available(m, obs).Status).To(Equal(metav1.ConditionTrue))
 	s := Stalled(m, obs)
 	g.Expect(s.Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(s.Reason).To(Equal(cachev1alpha1.ReasonImagePullFailed))
-	g.Expect(meta.IsStatusConditionTrue([]metav1.Condition{Progressing(m, obs)}, cachev1alpha1.ConditionProgressing)).To(BeFalse())
+	g.Expect(meta.IsStatusConditionTrue([]metav1.Condition{progressing(m, obs)}, cachev1alpha1.ConditionProgressing)).To(BeFalse())
 }
 
 func kstatusOf(g Gomega, m *cachev1alpha1.Memcached, obs Observation) kstatus.Status {

@@ -91,7 +91,7 @@ func (o Observation) notOwned(kind owned.Kind) bool {
 	return slices.Contains(o.NotOwned, kind)
 }
 
-// Status is the status m should have given obs. Conditions whose status is
+// Status is the status m should have given obs. conditions whose status is
 // unchanged keep their lastTransitionTime from m; the others get now.
 func Status(m *cachev1alpha1.Memcached, obs Observation, now metav1.Time) *cacheac.MemcachedStatusApplyConfiguration {
 	st := cacheac.MemcachedStatus().
@@ -126,7 +126,7 @@ func Status(m *cachev1alpha1.Memcached, obs Observation, now metav1.Time) *cache
 		}
 		st.WithTLS(tls)
 	}
-	for _, c := range Conditions(m, obs) {
+	for _, c := range conditions(m, obs) {
 		st.WithConditions(conditionApplyConfiguration(c, m.Status.Conditions, m.Generation, now))
 	}
 	return st
@@ -155,24 +155,24 @@ func servicePort(svc *owned.Summary) (int32, bool) {
 	return 0, false
 }
 
-// Conditions are the conditions the operator owns, without times or generation.
-func Conditions(m *cachev1alpha1.Memcached, obs Observation) []metav1.Condition {
+// conditions are the conditions the operator owns, without times or generation.
+func conditions(m *cachev1alpha1.Memcached, obs Observation) []metav1.Condition {
 	cs := []metav1.Condition{
-		Available(m, obs),
-		Progressing(m, obs),
-		Degraded(m, obs),
-		Reconciling(m, obs),
+		available(m, obs),
+		progressing(m, obs),
+		degraded(m, obs),
+		reconciling(m, obs),
 		Stalled(m, obs),
 	}
 	if obs.Monitor != MonitorOff {
-		cs = append(cs, Monitored(m, obs))
+		cs = append(cs, monitored(m, obs))
 	}
 	return cs
 }
 
-// Monitored tells whether Prometheus has what it needs to scrape the
+// monitored tells whether Prometheus has what it needs to scrape the
 // exporter: the Memcached's ServiceMonitor.
-func Monitored(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
+func monitored(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 	c := metav1.Condition{Type: cachev1alpha1.ConditionMonitored}
 	switch obs.Monitor {
 	case MonitorReady:
@@ -189,7 +189,7 @@ func Monitored(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 }
 
 // MissingCRDMessage says what a Memcached with monitoring gets in a cluster
-// without the ServiceMonitor CRD: the Monitored condition's message, and
+// without the ServiceMonitor CRD: the monitored condition's message, and
 // the event's.
 func MissingCRDMessage(m *cachev1alpha1.Memcached) string {
 	return fmt.Sprintf("The cluster had no ServiceMonitor CRD (monitoring.coreos.com/v1) when the operator started: the exporter serves metrics on port %s of Service %s, and no ServiceMonitor is made. Install the Prometheus Operator and restart the operator", desired.MetricsPortName, m.Name)
@@ -244,7 +244,8 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
 	case len(obs.Failed) > 0:
 		return rollout{rolloutBlocked, cachev1alpha1.ReasonApplyFailed, failedMessage(obs.Failed)}
 	case len(obs.NotOwned) > 0:
-		// In the order the operator makes them: Service, budget, monitor.
+		// In the order the phases run: Service, budget, NetworkPolicy,
+		// ServiceMonitor.
 		return blockedBy(obs.NotOwned[0])
 	case obs.Replacing != "":
 		return rollout{phase: rolloutReplacing, message: obs.Replacing}
@@ -343,9 +344,9 @@ func deploymentCondition(d *owned.Summary, t appsv1.DeploymentConditionType) *ap
 	return nil
 }
 
-// Available is True when the Deployment reports minimum availability (as
-// its own Available condition does), or when size is 0.
-func Available(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
+// available is True when the Deployment reports minimum availability (as
+// its own available condition does), or when size is 0.
+func available(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 	c := metav1.Condition{Type: cachev1alpha1.ConditionAvailable}
 	d := obs.Deployment
 	switch {
@@ -373,15 +374,15 @@ func Available(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 	return c
 }
 
-// Progressing is True while the Deployment rolls out or scales.
-func Progressing(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
+// progressing is True while the Deployment rolls out or scales.
+func progressing(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 	return rolloutCondition(cachev1alpha1.ConditionProgressing, m, obs)
 }
 
-// Reconciling is the kstatus condition: True while the Deployment has not
+// reconciling is the kstatus condition: True while the Deployment has not
 // reached the desired state and is still making progress. It says what
-// Progressing says, under the name kstatus readers look for.
-func Reconciling(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
+// progressing says, under the name kstatus readers look for.
+func reconciling(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 	return rolloutCondition(cachev1alpha1.ConditionReconciling, m, obs)
 }
 
@@ -417,13 +418,13 @@ func wasReplacing(m *cachev1alpha1.Memcached) bool {
 	return c != nil && c.Reason == cachev1alpha1.ReasonReplacingDeployment
 }
 
-// Degraded is True when the cache cannot reach its desired state by itself.
-func Degraded(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
+// degraded is True when the cache cannot reach its desired state by itself.
+func degraded(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 	return blockedCondition(cachev1alpha1.ConditionDegraded, "Nothing is wrong", m, obs)
 }
 
 // Stalled is the kstatus condition: True when progress stopped and needs a
-// person. It says what Degraded says, under the name kstatus readers look for.
+// person. It says what degraded says, under the name kstatus readers look for.
 func Stalled(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 	return blockedCondition(cachev1alpha1.ConditionStalled, "Progress is not blocked", m, obs)
 }

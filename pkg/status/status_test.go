@@ -88,7 +88,7 @@ func runConditionCases(t *testing.T, f func(*cachev1alpha1.Memcached, Observatio
 }
 
 func TestAvailable(t *testing.T) {
-	runConditionCases(t, Available, cachev1alpha1.ConditionAvailable, []conditionCase{
+	runConditionCases(t, available, cachev1alpha1.ConditionAvailable, []conditionCase{
 		{"no Deployment yet", mc(3), Observation{}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentPending},
 		{"foreign Deployment", mc(3), Observation{NotOwned: []owned.Kind{owned.KindDeployment}}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
 		{"all ready", mc(3), Observation{Deployment: complete}, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
@@ -102,7 +102,7 @@ func TestAvailable(t *testing.T) {
 }
 
 func TestProgressing(t *testing.T) {
-	runConditionCases(t, Progressing, cachev1alpha1.ConditionProgressing, []conditionCase{
+	runConditionCases(t, progressing, cachev1alpha1.ConditionProgressing, []conditionCase{
 		{"no Deployment yet", mc(3), Observation{}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
 		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
 		{"generation not observed", mc(3), Observation{Deployment: stale}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
@@ -127,23 +127,23 @@ func replacing(size int32) *cachev1alpha1.Memcached {
 // rolled the replaced one's pods over.
 func TestReplacing(t *testing.T) {
 	replaced := Observation{Deployment: complete, Replacing: "Deployment cache selects pods by a=b, not by this Memcached's own labels: replacing it"}
-	runConditionCases(t, Progressing, cachev1alpha1.ConditionProgressing, []conditionCase{
+	runConditionCases(t, progressing, cachev1alpha1.ConditionProgressing, []conditionCase{
 		{"the replaced Deployment", mc(3), replaced, metav1.ConditionTrue, cachev1alpha1.ReasonReplacingDeployment},
 		{"the new Deployment not yet made", replacing(3), Observation{}, metav1.ConditionTrue, cachev1alpha1.ReasonReplacingDeployment},
 		{"the new Deployment rolling the old pods over", replacing(3), Observation{Deployment: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonReplacingDeployment},
 		{"done", replacing(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
 		{"a rollout without a replacement", mc(3), Observation{Deployment: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
 	})
-	runConditionCases(t, Available, cachev1alpha1.ConditionAvailable, []conditionCase{
+	runConditionCases(t, available, cachev1alpha1.ConditionAvailable, []conditionCase{
 		{"the replaced Deployment's pods serve", mc(3), replaced, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
 	})
-	runConditionCases(t, Degraded, cachev1alpha1.ConditionDegraded, []conditionCase{
+	runConditionCases(t, degraded, cachev1alpha1.ConditionDegraded, []conditionCase{
 		{"a replacement is no fault", mc(3), replaced, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
 	})
 }
 
 func TestDegraded(t *testing.T) {
-	runConditionCases(t, Degraded, cachev1alpha1.ConditionDegraded, []conditionCase{
+	runConditionCases(t, degraded, cachev1alpha1.ConditionDegraded, []conditionCase{
 		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
 		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
 		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionTrue, cachev1alpha1.ReasonRolloutStalled},
@@ -162,7 +162,7 @@ func TestEveryFailureIsNamed(t *testing.T) {
 	g := NewWithT(t)
 	quota := errors.New(`applying Service cache: services "cache" is forbidden: exceeded quota`)
 	webhook := errors.New(`applying NetworkPolicy cache: admission webhook "policy.example.com" denied the request`)
-	for _, f := range []func(*cachev1alpha1.Memcached, Observation) metav1.Condition{Degraded, Stalled, Progressing, Reconciling} {
+	for _, f := range []func(*cachev1alpha1.Memcached, Observation) metav1.Condition{degraded, Stalled, progressing, reconciling} {
 		c := f(mc(3), Observation{Deployment: complete, Failed: []error{quota, webhook}})
 		g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonApplyFailed), c.Type)
 		g.Expect(c.Message).To(Equal(`Applying Service cache: services "cache" is forbidden: exceeded quota; `+
@@ -171,7 +171,7 @@ func TestEveryFailureIsNamed(t *testing.T) {
 }
 
 func TestReconciling(t *testing.T) {
-	runConditionCases(t, Reconciling, cachev1alpha1.ConditionReconciling, []conditionCase{
+	runConditionCases(t, reconciling, cachev1alpha1.ConditionReconciling, []conditionCase{
 		{"no Deployment yet", mc(3), Observation{}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
 		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
 		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
@@ -194,7 +194,7 @@ func TestStalled(t *testing.T) {
 
 func TestAStalledRolloutSaysWhatTheDeploymentSays(t *testing.T) {
 	g := NewWithT(t)
-	for _, f := range []func(*cachev1alpha1.Memcached, Observation) metav1.Condition{Stalled, Degraded, Progressing, Reconciling} {
+	for _, f := range []func(*cachev1alpha1.Memcached, Observation) metav1.Condition{Stalled, degraded, progressing, reconciling} {
 		c := f(mc(3), Observation{Deployment: stalled})
 		g.Expect(c.Message).To(ContainSubstring("Deployment cache exceeded its progress deadline"), c.Type)
 		g.Expect(c.Message).To(ContainSubstring(deadline.Message), "%s: the Deployment's own message", c.Type)
@@ -286,7 +286,7 @@ func TestKstatusReadsTheStatus(t *testing.T) {
 	}
 }
 
-// The Monitored condition is there only while monitoring is on, and says
+// The monitored condition is there only while monitoring is on, and says
 // whether a ServiceMonitor scrapes the exporter; it never touches the
 // cache's own conditions.
 func TestMonitored(t *testing.T) {
@@ -301,7 +301,7 @@ func TestMonitored(t *testing.T) {
 	}
 	for _, tt := range tests {
 		g := NewWithT(t)
-		cs := Conditions(mc(3), Observation{Deployment: complete, Monitor: tt.monitor})
+		cs := conditions(mc(3), Observation{Deployment: complete, Monitor: tt.monitor})
 		var got *metav1.Condition
 		for i := range cs {
 			if cs[i].Type == cachev1alpha1.ConditionMonitored {

@@ -58,7 +58,7 @@ func midRollout(m *cachev1alpha1.Memcached, obs Observation) bool {
 	}
 	was := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionAvailable)
 	served := was != nil && was.Status == metav1.ConditionTrue
-	serves := obs.Deployment.Status.AvailableReplicas > 0 || Available(m, obs).Status == metav1.ConditionTrue
+	serves := obs.Deployment.Status.AvailableReplicas > 0 || available(m, obs).Status == metav1.ConditionTrue
 	return !served || serves
 }
 

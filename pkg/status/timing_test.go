@@ -87,7 +87,7 @@ func TestStatusWaitsForTheRolloutsEndOnlyWhileTheStatusLags(t *testing.T) {
 		return s
 	}
 	// memcached has size replicas; its status was written for generation
-	// observed, with Available as available ("" for none).
+	// observed, with available as available ("" for none).
 	memcached := func(size int32, observed int64, available metav1.ConditionStatus) *cachev1alpha1.Memcached {
 		m := &cachev1alpha1.Memcached{
 			ObjectMeta: metav1.ObjectMeta{Name: "cache", Generation: 2},

@@ -126,9 +126,9 @@ func (s *scope) deploymentRecheck() ctrl.Result {
 // stale owner keeps a condition the operator manages, and the tutorial's
 // finalizer, which nothing would remove any more, is removed.
 
-// TutorialFinalizer is the finalizer the Operator SDK tutorial's operator
+// tutorialFinalizer is the finalizer the Operator SDK tutorial's operator
 // puts on every Memcached.
-const TutorialFinalizer = "cache.example.com/finalizer"
+const tutorialFinalizer = "cache.example.com/finalizer"
 
 // eventReplacing is the event reason of a replacement.
 const eventReplacing = "ReplacingDeployment"
@@ -251,11 +251,11 @@ func (s *scope) adoptFieldManagers(ctx context.Context) error {
 			return fmt.Errorf("upgrading the field managers of Memcached %s: %w", m.Name, err)
 		}
 	}
-	if i := slices.Index(live.Finalizers, TutorialFinalizer); i >= 0 {
-		ctrl.LoggerFrom(ctx).Info("Removing the replaced operator's finalizer", "finalizer", TutorialFinalizer)
+	if i := slices.Index(live.Finalizers, tutorialFinalizer); i >= 0 {
+		ctrl.LoggerFrom(ctx).Info("Removing the replaced operator's finalizer", "finalizer", tutorialFinalizer)
 		path := fmt.Sprintf("/metadata/finalizers/%d", i)
 		remove, err := json.Marshal([]map[string]any{
-			{"op": "test", "path": path, "value": TutorialFinalizer},
+			{"op": "test", "path": path, "value": tutorialFinalizer},
 			{"op": "remove", "path": path},
 		})
 		if err != nil {
