@@ -139,6 +139,12 @@ func (s *scope) current(ctx context.Context, k ownedKind) (*owned.Summary, error
 // records an event at once for restored drift; what else it changed is in
 // the outcome's report. The apiserver's refusal of want is a
 // *refusedError.
+//
+// A Memcached deleted after the cache last saw it gets its objects created
+// all the same, owned by a UID that no longer exists: the garbage collector
+// deletes them (TestObjectsOfADeletedMemcachedAreCollected). Reading the
+// Memcached before each creation to prevent that cost a request per
+// created object.
 func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, want runtime.ApplyConfiguration) (outcome, error) {
 	m := s.m
 	out := outcome{obj: current}
@@ -157,12 +163,6 @@ func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, 
 			return out, err
 		}
 	}
-	// A Memcached deleted after the cache last saw it gets its objects
-	// created all the same, owned by a UID that no longer exists: the
-	// garbage collector deletes them (TestObjectsOfADeletedMemcachedAreCollected).
-	// Reading the Memcached before each creation to prevent that cost a
-	// request per created object.
-
 	// What the object's digest will be after the apply, and, for an object
 	// that exists, what is sent (learnNotKept may need it): read from want before
 	// the apply writes the answer into it.
