@@ -29,7 +29,7 @@ func Deployment(m *cachev1alpha1.Memcached, images Images, digests SecretDigests
 		WithSpec(podSpec(m, images))
 	annotations := stringMap(m.Spec.PodAnnotations)
 	switch {
-	case Reloads(m, images):
+	case RunsReloader(m, images):
 		if digests.RestartedFor != "" {
 			annotations[AnnotationRestartedFor] = digests.RestartedFor
 		}

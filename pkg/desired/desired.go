@@ -190,8 +190,8 @@ func (i Images) Image(m *cachev1alpha1.Memcached) string {
 	return i.Memcached
 }
 
-// Monitored tells whether m runs the exporter.
-func Monitored(m *cachev1alpha1.Memcached) bool {
+// RunsExporter tells whether m's pods run the exporter.
+func RunsExporter(m *cachev1alpha1.Memcached) bool {
 	return m.Spec.Monitoring != nil && m.Spec.Monitoring.Enabled
 }
 

@@ -43,7 +43,7 @@ func NetworkPolicy(m *cachev1alpha1.Memcached) *networkingv1ac.NetworkPolicyAppl
 		WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(m))).
 		WithPolicyTypes(networkingv1.PolicyTypeIngress).
 		WithIngress(ingressRule(port(m), clients))
-	if Monitored(m) {
+	if RunsExporter(m) {
 		scrapers := peers(np.MetricsClients)
 		if len(scrapers) == 0 {
 			scrapers = append(scrapers, networkingv1ac.NetworkPolicyPeer().WithNamespaceSelector(

@@ -18,10 +18,10 @@ func podSpec(m *cachev1alpha1.Memcached, images Images) *corev1ac.PodSpecApplyCo
 			WithRunAsNonRoot(true).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithContainers(container(m, images))
-	if Monitored(m) {
+	if RunsExporter(m) {
 		ps.WithContainers(exporter(m, images))
 	}
-	if Reloads(m, images) {
+	if RunsReloader(m, images) {
 		ps.WithContainers(reloader(m, images))
 		if m.Spec.Auth != nil {
 			// The reloader signals memcached to read its authentication

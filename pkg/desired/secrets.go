@@ -27,9 +27,9 @@ func (d SecretDigests) Combined() string {
 	return hex.EncodeToString(h[:])
 }
 
-// Reloads tells whether m's pods run the reloader: they mount a Secret and
+// RunsReloader tells whether m's pods run the reloader: they mount a Secret and
 // the operator has the reloader's image.
-func Reloads(m *cachev1alpha1.Memcached, images Images) bool {
+func RunsReloader(m *cachev1alpha1.Memcached, images Images) bool {
 	return images.Reloader != "" && (m.Spec.TLS != nil || m.Spec.Auth != nil)
 }
 

@@ -26,7 +26,7 @@ func Service(m *cachev1alpha1.Memcached) *corev1ac.ServiceApplyConfiguration {
 			WithProtocol(corev1.ProtocolTCP).
 			WithPort(port(m)).
 			WithTargetPort(intstr.FromString(PortName)))
-	if Monitored(m) {
+	if RunsExporter(m) {
 		spec.WithPorts(corev1ac.ServicePort().
 			WithName(MetricsPortName).
 			WithProtocol(corev1.ProtocolTCP).

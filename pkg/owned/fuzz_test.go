@@ -42,7 +42,7 @@ func FuzzRecordedObjectAppliesNothing(f *testing.F) {
 			return // not admitted: the operator never builds its objects
 		}
 		m.UID = "00000000-0000-0000-0000-000000000001"
-		if desired.Monitored(m) && !schemas().ServiceMonitors() {
+		if desired.RunsExporter(m) && !schemas().ServiceMonitors() {
 			t.Fatal("the test apiserver serves no ServiceMonitors")
 		}
 		again := fuzzspec.Objects(m, testenv.Images, fuzzspec.Digests)

@@ -214,7 +214,7 @@ func Objects(m *cachev1alpha1.Memcached, images desired.Images, digests desired.
 		owned.KindService:             desired.Service(m),
 		owned.KindPodDisruptionBudget: desired.PodDisruptionBudget(m),
 	}
-	if desired.Monitored(m) {
+	if desired.RunsExporter(m) {
 		objs[owned.KindServiceMonitor] = desired.ServiceMonitor(m)
 	}
 	if desired.WantsNetworkPolicy(m) {

@@ -278,7 +278,7 @@ const eventReloadFailed = cachev1alpha1.ReasonReloadFailed
 // rollout, to mount what the Secrets hold now: once per content, which
 // the Deployment's template then records.
 func (s *scope) restartFor(current *owned.Summary, digests desired.SecretDigests) desired.SecretDigests {
-	if !desired.Reloads(s.m, s.Images) {
+	if !desired.RunsReloader(s.m, s.Images) {
 		return digests
 	}
 	if current != nil {

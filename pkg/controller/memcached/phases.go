@@ -135,11 +135,11 @@ func reconcileNetworkPolicy(ctx context.Context, s *scope) (ctrl.Result, error) 
 func reconcileServiceMonitor(ctx context.Context, s *scope) (ctrl.Result, error) {
 	switch {
 	case !s.Schemas.ServiceMonitors():
-		if desired.Monitored(s.m) {
+		if desired.RunsExporter(s.m) {
 			s.obs.Monitor = status.MonitorCRDMissing
 		}
 		return ctrl.Result{}, nil
-	case !desired.Monitored(s.m):
+	case !desired.RunsExporter(s.m):
 		return ctrl.Result{}, s.remove(ctx, serviceMonitors)
 	}
 	sm, err := s.ensure(ctx, serviceMonitors, desired.ServiceMonitor(s.m))

@@ -62,7 +62,7 @@ func (s *scope) mountedSecrets() (mountedSecrets, error) {
 		uses := []secrets.Use{secrets.UseServing}
 		if slices.Contains(desired.TLSKeys(m), material.CAKey) {
 			uses = append(uses, secrets.UseClientCA)
-			if desired.Monitored(m) {
+			if desired.RunsExporter(m) {
 				uses = append(uses, secrets.UseClient)
 			}
 		}
