@@ -603,7 +603,7 @@ func TestAnExpiredCertificateIsNotServed(t *testing.T) {
 			g.Eventually(func(g Gomega) {
 				out, err := kubectl(ctx, cfg, "", "logs", "-n", ns, pods.Items[0].Name, "-c", desired.ReloaderContainerName)
 				g.Expect(err).NotTo(HaveOccurred(), out)
-				g.Expect(out).To(ContainSubstring("the certificate expired at"))
+				g.Expect(out).To(ContainSubstring("the certificate in tls.crt expired at"), "the reloader refuses it by the rule the operator applies")
 			}).WithTimeout(3*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "the reloader saw the expired certificate")
 			g.Expect(served()).To(Equal(before), "memcached serves the certificate it had")
 			return ctx
