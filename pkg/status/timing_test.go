@@ -99,6 +99,10 @@ func TestStatusWaitsForTheRolloutsEndOnlyWhileTheStatusLags(t *testing.T) {
 		}
 		return m
 	}
+	// unobserved is a Deployment whose controller has not seen its latest
+	// generation.
+	unobserved := deployment(1, 1, time.Hour)
+	unobserved.Generation = 3
 	belowMinimum := appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable"}
 	stalled := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}
 	tests := []struct {
@@ -118,7 +122,8 @@ func TestStatusWaitsForTheRolloutsEndOnlyWhileTheStatusLags(t *testing.T) {
 		{"rolling out for a generation the status already names (a Secret rotated)", memcached(3, 2, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second)}, 0},
 		{"replacing another Deployment", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second), Replacing: "replacing"}, 0},
 		{"no Deployment", memcached(3, 1, metav1.ConditionTrue), Observation{}, 0},
-		{"created in this reconcile, and a phase failed", memcached(1, 0, ""), Observation{Deployment: deployment(1, 0, time.Hour), DeploymentChanged: true, Failed: []error{errors.New("applying Service cache: forbidden")}}, 0},
+		{"changed in this reconcile, not observed yet", memcached(1, 1, metav1.ConditionTrue), Observation{Deployment: unobserved, DeploymentChanged: true}, reportTimeout},
+		{"changed in this reconcile, not observed yet, and a phase failed", memcached(1, 1, metav1.ConditionTrue), Observation{Deployment: unobserved, DeploymentChanged: true, Failed: []error{errors.New("applying Service cache: forbidden")}}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
