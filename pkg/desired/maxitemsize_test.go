@@ -29,7 +29,7 @@ import (
 func TestMaxItemSizeRulesMatchMemcached(t *testing.T) {
 	bin, err := exec.LookPath("memcached")
 	if err != nil {
-		t.Skip("memcached is not installed (make node-packages installs it): ", err)
+		t.Fatalf("memcached is not installed (make node-packages installs it, as make test does): %v", err)
 	}
 	tests := []struct {
 		maxItemSize string
