@@ -33,8 +33,9 @@ var fuzzNamespace = sync.OnceValue(func() string {
 // Memcacheds of every shape (fuzzspec.Input): they never panic, and for
 // every Memcached the apiserver admits, the apiserver also accepts the
 // Deployment, Service, PodDisruptionBudget, ServiceMonitor and
-// NetworkPolicy built from it (server-side dry run, as the operator's field manager). Besides the
-// operator's own settings, it generates the fields the operator passes
+// NetworkPolicy built from it (server-side dry run, as the operator's
+// field manager). Besides the operator's own settings, it generates the
+// fields the operator passes
 // through to the pods: the CRD must refuse what the apiserver would refuse
 // there. The seeds and testdata/fuzz/ run with every integration `go
 // test`; `make fuzz` explores further. Its workers share the kube-apiserver

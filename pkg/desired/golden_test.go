@@ -16,8 +16,9 @@ var update = flag.Bool("update", false, "rewrite the golden files of TestRendere
 
 // An upgrade of the operator rolls a cache's pods when what it renders for
 // the same Memcached changes: the rendered Deployment, Service, budget,
-// ServiceMonitor and NetworkPolicy of each spec above are kept in testdata/golden, and this
-// test fails when the builders render anything else. A change to the
+// ServiceMonitor and NetworkPolicy of each spec above are kept in
+// testdata/golden, and this test fails when the builders render anything
+// else. A change to the
 // builders therefore lands with its golden files (go test ./pkg/desired
 // -run TestRenderedObjectsMatchTheGoldenFiles -update), where a reviewer
 // sees what it does to every cache, and docs/install.md's upgrade notes

@@ -90,8 +90,11 @@ func (c *Certificate) ExpiresSoon(now time.Time) bool {
 // certificate chain and its key, ca must hold certificates only, and the
 // certificate must be valid at now and for host, the name clients verify
 // (not checked when host is empty), or it would fail every client that
-// verifies it where the one memcached serves may not. The operator holds a Secret that is not fit as it is and
-// reports it; the reloader does not load it.
+// verifies it where the one memcached serves may not. The reloader loads
+// nothing that is not fit. The operator applies the same checks in two
+// steps, as it keeps no Secret data: ServingPair and CAPool when it
+// summarizes a Secret, Certificate.Check at each reconcile; it holds the
+// pods as they are while a Secret is not fit, and reports it.
 func Fit(crt, key, ca []byte, host string, now time.Time) (*Certificate, error) {
 	leaf, err := ServingPair(crt, key)
 	if err != nil {

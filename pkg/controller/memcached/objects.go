@@ -82,9 +82,10 @@ func (s *scope) ensure(ctx context.Context, k ownedKind, want runtime.ApplyConfi
 	return s.apply(ctx, k, current, want)
 }
 
-// currentReportingForeign returns the summary of the object of kind k with the Memcached's
-// name (nil when none exists). One the Memcached does not control is left
-// alone, and reported at once: in an event, and by the outcome's notOwned.
+// currentReportingForeign returns the summary of the object of kind k with
+// the Memcached's name (nil when none exists). One the Memcached does not
+// control is left alone, and reported at once: in an event, and by the
+// outcome's notOwned.
 func (s *scope) currentReportingForeign(ctx context.Context, k ownedKind) (*owned.Summary, outcome, error) {
 	var out outcome
 	current, err := s.current(ctx, k)
