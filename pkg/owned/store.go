@@ -46,10 +46,10 @@ type Store struct {
 	informers map[Kind]map[string]toolscache.SharedIndexInformer
 	// others are the metadata informers of the objects without the label.
 	others map[Kind]map[string]toolscache.SharedIndexInformer
-	// created are the objects the controller created that the informers
-	// may not have seen yet.
-	createdMu sync.Mutex
-	created   map[createdKey]created
+	// applied are the objects the controller created or changed that the
+	// informers may not have shown yet.
+	appliedMu sync.Mutex
+	applied   map[appliedKey]applied
 	// kept holds, by object, what RememberNotKept learned: the digest the
 	// apiserver records for an apply of the operator, and the apply's own.
 	keptMu sync.Mutex
@@ -84,7 +84,7 @@ func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector, 
 		resync:    resync,
 		informers: map[Kind]map[string]toolscache.SharedIndexInformer{},
 		others:    map[Kind]map[string]toolscache.SharedIndexInformer{},
-		created:   map[createdKey]created{},
+		applied:   map[appliedKey]applied{},
 		kept:      map[types.UID]keptAs{},
 	}
 	summarize := func(obj any) (any, error) {
@@ -220,11 +220,19 @@ func (s *Store) Other(k Kind, key types.NamespacedName) (*metav1.PartialObjectMe
 // Get returns the summary of the object of kind k with that key, if the
 // store holds one: an object of the operator's that exists. An object
 // without the operator's label (another's, or one whose label was removed)
-// is not in the store. Its digest is that of the operator's apply when the
-// apiserver records the apply otherwise (RememberNotKept).
+// is not in the store. An object the controller created or changed a
+// moment ago is as its apply made it, though the watch has not shown that
+// yet (RememberApplied). Its digest is that of the operator's apply when
+// the apiserver records the apply otherwise (RememberNotKept).
 func (s *Store) Get(k Kind, key types.NamespacedName) (*Summary, bool, error) {
 	sum, found, err := lookup[*Summary](s.informers, k, key)
-	return s.asApplied(sum), found, err
+	if err != nil {
+		return nil, false, err
+	}
+	if rec, ok := s.unseen(k, key, sum); ok {
+		return rec, true, nil
+	}
+	return s.asApplied(sum), found, nil
 }
 
 // lookup returns what the informer of set for kind k and key's namespace

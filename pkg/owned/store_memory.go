@@ -61,77 +61,96 @@ func (s *Store) gone(obj any) {
 	delete(s.kept, sum.UID)
 }
 
-type created struct {
+// applied is an apply of the controller that the store's watch has not
+// shown yet.
+type applied struct {
 	summary *Summary
-	at      time.Time
+	// over is the resourceVersion of the object the apply changed, as the
+	// store held it; empty for a creation.
+	over string
+	at   time.Time
 }
 
-type createdKey struct {
+type appliedKey struct {
 	kind Kind
 	key  types.NamespacedName
 }
 
-// createdMemory is how long RememberCreated remembers a creation the informer has
-// not shown yet: far longer than a watch takes to deliver one.
-const createdMemory = time.Minute
+// appliedMemory is how long RememberApplied remembers an apply the informer
+// has not shown yet: far longer than a watch takes to deliver one.
+const appliedMemory = time.Minute
 
-// RememberCreated records the summary of an object the controller just created,
-// as the apiserver answered, completed with what the answer lacks: the
-// digest of what it applied, and its apply's managed-fields entry (the
-// time). Until the store's watch shows the object, Unseen returns it.
-func (s *Store) RememberCreated(answer *Summary, applied Digest) {
+// RememberApplied records the summary of an object the controller just
+// created or changed, as the apiserver answered, completed with what the
+// answer lacks: the digest of what it applied, and its apply's
+// managed-fields entry (the time). over is the summary the store gave of
+// the object before the apply (nil for a creation). Until the store's
+// watch shows the object otherwise than over, Get returns the record: a
+// reconcile that a watch event starts in between (a resync, the
+// Memcached's own change) sees what the apply made, and does not send it
+// again.
+func (s *Store) RememberApplied(over, answer *Summary, digest Digest) {
 	now := time.Now()
 	sum := answer.DeepCopy()
-	sum.Digest = &applied
+	sum.Digest = &digest
 	sum.ManagedFields = []metav1.ManagedFieldsEntry{{
 		Manager:    FieldManager,
 		Operation:  metav1.ManagedFieldsOperationApply,
 		APIVersion: sum.APIVersion,
 		Time:       &metav1.Time{Time: now},
 	}}
-	key := createdKey{sum.Kind(), types.NamespacedName{Namespace: sum.Namespace, Name: sum.Name}}
-	s.createdMu.Lock()
-	defer s.createdMu.Unlock()
-	if _, found, _ := s.Get(key.kind, key.key); found {
+	rec := applied{summary: sum, at: now}
+	if over != nil {
+		rec.over = over.ResourceVersion
+	}
+	key := appliedKey{sum.Kind(), types.NamespacedName{Namespace: sum.Namespace, Name: sum.Name}}
+	s.appliedMu.Lock()
+	defer s.appliedMu.Unlock()
+	if cur, found, _ := lookup[*Summary](s.informers, key.kind, key.key); found && cur.ResourceVersion != rec.over {
 		// The watch showed it already (the informer holds an object
 		// before its handlers hear of it).
 		return
 	}
-	for c, v := range s.created {
-		if now.Sub(v.at) > createdMemory {
-			delete(s.created, c)
+	for k, v := range s.applied {
+		if now.Sub(v.at) > appliedMemory {
+			delete(s.applied, k)
 		}
 	}
-	s.created[key] = created{summary: sum, at: now}
+	s.applied[key] = rec
 }
 
-// seen forgets what RememberCreated recorded of an object once the store's watch
-// shows it: from then on the watch alone tells whether it exists, and a
-// deletion is not hidden by the record.
+// seen forgets what RememberApplied recorded of an object once the store's
+// watch shows it otherwise than it was before the apply: from then on the
+// watch alone tells what it is, and a later change or a deletion is not
+// hidden by the record.
 func (s *Store) seen(obj any) {
 	sum, ok := obj.(*Summary)
 	if !ok {
 		return
 	}
-	s.createdMu.Lock()
-	defer s.createdMu.Unlock()
-	delete(s.created, createdKey{sum.Kind(), types.NamespacedName{Namespace: sum.Namespace, Name: sum.Name}})
+	key := appliedKey{sum.Kind(), types.NamespacedName{Namespace: sum.Namespace, Name: sum.Name}}
+	s.appliedMu.Lock()
+	defer s.appliedMu.Unlock()
+	if rec, ok := s.applied[key]; ok && rec.over != sum.ResourceVersion {
+		delete(s.applied, key)
+	}
 }
 
-// Unseen returns the summary RememberCreated recorded of the object of kind k with
-// that key when the store's watch has not shown that object yet (seen
-// forgets it once the watch does): the store's answer that it does not
-// exist is then not to be trusted.
-func (s *Store) Unseen(k Kind, key types.NamespacedName) (*Summary, bool) {
-	s.createdMu.Lock()
-	defer s.createdMu.Unlock()
-	c, ok := s.created[createdKey{k, key}]
-	if !ok {
+// unseen returns the summary RememberApplied recorded of the object of
+// kind k with that key while the store's watch shows it as it was before
+// the apply (cur; nil when the watch has not shown it at all).
+func (s *Store) unseen(k Kind, key types.NamespacedName, cur *Summary) (*Summary, bool) {
+	s.appliedMu.Lock()
+	defer s.appliedMu.Unlock()
+	rec, ok := s.applied[appliedKey{k, key}]
+	switch {
+	case !ok:
+		return nil, false
+	case time.Since(rec.at) > appliedMemory:
+		delete(s.applied, appliedKey{k, key})
+		return nil, false
+	case cur == nil && rec.over != "", cur != nil && cur.ResourceVersion != rec.over:
 		return nil, false
 	}
-	if time.Since(c.at) > createdMemory {
-		delete(s.created, createdKey{k, key})
-		return nil, false
-	}
-	return c.summary, true
+	return rec.summary, true
 }

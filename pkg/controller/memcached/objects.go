@@ -104,8 +104,9 @@ func (s *scope) currentReportingForeign(ctx context.Context, k ownedKind) (*owne
 
 // current returns the summary of the object of kind k with the Memcached's
 // name, or nil when none exists, from the store, without a request: the
-// store holds the operator's objects (labelled), those it created a moment
-// ago that its watch has not shown yet, and the names of all others. The
+// store holds the operator's objects (labelled), as the operator's last
+// apply made them though its watch has not shown that yet, and the names
+// of all others. The
 // object is read from the apiserver, whole, only when it is the
 // Memcached's but lost the operator's label.
 func (s *scope) current(ctx context.Context, k ownedKind) (*owned.Summary, error) {
@@ -113,9 +114,6 @@ func (s *scope) current(ctx context.Context, k ownedKind) (*owned.Summary, error
 	sum, found, err := s.Owned.Get(k.kind, key)
 	if err != nil || found {
 		return sum, err
-	}
-	if sum, found := s.Owned.Unseen(k.kind, key); found {
-		return sum, nil
 	}
 	other, found, err := s.Owned.Other(k.kind, key)
 	switch {
@@ -186,10 +184,10 @@ func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, 
 		return out, err
 	}
 	out.obj = applied
-	if current == nil {
-		s.Owned.RememberCreated(applied, wantDigest)
-	}
 	out.changed = current == nil || applied.ResourceVersion != current.ResourceVersion
+	if out.changed {
+		s.Owned.RememberApplied(current, applied, wantDigest)
+	}
 	if !out.changed {
 		return out, s.learnNotKept(ctx, k, current, wantDigest, json.RawMessage(sent))
 	}
