@@ -66,7 +66,7 @@ func main() {
 	flag.StringVar(&exporterImage, "exporter-image", envExporterImage, "Prometheus memcached exporter image of Memcacheds with spec.monitoring enabled (default: $EXPORTER_IMAGE, else "+desired.DefaultExporterImage+").")
 	flag.StringVar(&reloaderImage, "reloader-image", os.Getenv("RELOADER_IMAGE"), "Image of the reloader that pods with TLS or authentication run to load new Secret content without a restart (default: $RELOADER_IMAGE, else the operator's own image when it runs in a pod that sets POD_NAME and POD_NAMESPACE; none: new content restarts the pods).")
 	flag.IntVar(&maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Number of Memcacheds reconciled at once.")
-	flag.DurationVar(&syncPeriod, "sync-period", 10*time.Hour, "Interval at which every cached object is reconciled again.")
+	flag.DurationVar(&syncPeriod, "sync-period", operator.DefaultSyncPeriod, "Interval at which every cached object is reconciled again.")
 	flag.Float64Var(&qps, "kube-api-qps", 50, "Requests per second the operator may send to the apiserver, sustained.")
 	flag.IntVar(&burst, "kube-api-burst", 100, "Requests the operator may send to the apiserver in a burst.")
 	flag.StringVar(&replacedManagers, "replaced-field-managers", memcached.DefaultReplacedManagers, "Comma-separated field managers of the operator this one replaces: their Update entries in a Memcached's status become the operator's when it replaces a Deployment it did not make.")

@@ -4,6 +4,8 @@ package operator
 
 import (
 	"fmt"
+	"time"
+
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +22,11 @@ import (
 // LeaderElectionID names the Lease that replicas of the operator elect
 // their leader with.
 const LeaderElectionID = "memcached-operator.cache.example.com"
+
+// DefaultSyncPeriod is how often the operator reconciles every Memcached
+// though nothing changed, unless told otherwise (--sync-period): a safety
+// net, not how it learns of changes. The tests run it so too.
+const DefaultSyncPeriod = 10 * time.Hour
 
 // Options configure the operator.
 type Options struct {

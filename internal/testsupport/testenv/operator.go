@@ -37,7 +37,8 @@ var Images = desired.Images{Memcached: DefaultImage, Exporter: desired.DefaultEx
 
 // OperatorOptions tune an operator started by StartOperator.
 type OperatorOptions struct {
-	// SyncPeriod is the cache's resync interval (10h when zero).
+	// SyncPeriod is the cache's resync interval (production's,
+	// operator.DefaultSyncPeriod, when zero).
 	SyncPeriod time.Duration
 	// LeaderElectionNamespace, when set, turns leader election on with its
 	// Lease in that namespace.
@@ -52,7 +53,7 @@ type OperatorOptions struct {
 func StartOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) (<-chan error, error) {
 	syncPeriod := opts.SyncPeriod
 	if syncPeriod == 0 {
-		syncPeriod = 10 * time.Hour
+		syncPeriod = operator.DefaultSyncPeriod
 	}
 	mgr, err := operator.New(cfg, operator.Options{
 		Manager: ctrl.Options{

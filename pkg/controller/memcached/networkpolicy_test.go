@@ -54,16 +54,42 @@ func TestNetworkPolicyComesAndGoes(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 
 	// Another manager labels it: the label stays, and the operator sends
-	// nothing for it, resyncs included.
+	// nothing for it, then or at a later reconcile.
+	skipped := counterSum(t, "memcached_operator_applies_skipped_total", "kind", "NetworkPolicy")
+	mark := requests.Mark()
 	g.Expect(k8s.Apply(ctx, networkingv1ac.NetworkPolicy("cache", ns).WithLabels(map[string]string{"team": "payments"}),
 		client.FieldOwner("policy-engine"))).To(Succeed())
-	converged(t, m)
 	time.Sleep(time.Second)
-	mark := requests.Mark()
-	time.Sleep(3 * syncPeriod)
+	nudge(t, np)
+	time.Sleep(window)
 	g.Expect(requests.Since(mark, inNamespace(ns), testenv.NotWatch)).To(BeEmpty(), "a converged Memcached with a NetworkPolicy costs nothing")
+	g.Expect(counterSum(t, "memcached_operator_applies_skipped_total", "kind", "NetworkPolicy")).To(BeNumerically(">=", skipped+2),
+		"the label's and the nudge's reconciles found nothing to apply")
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), np)).To(Succeed())
 	g.Expect(np.Labels).To(HaveKeyWithValue("team", "payments"))
+
+	// Another manager takes a field the operator sets (who may connect):
+	// the operator takes it back from the change's event, and says so.
+	g.Expect(k8s.Apply(ctx, networkingv1ac.NetworkPolicy("cache", ns).WithSpec(networkingv1ac.NetworkPolicySpec().
+		WithIngress(networkingv1ac.NetworkPolicyIngressRule().WithFrom(networkingv1ac.NetworkPolicyPeer().
+			WithIPBlock(networkingv1ac.IPBlock().WithCIDR("0.0.0.0/0"))))),
+		client.FieldOwner("intruder"), client.ForceOwnership)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), np)).To(Succeed())
+		g.Expect(np.Spec.Ingress).To(HaveLen(1))
+		g.Expect(np.Spec.Ingress[0].From).To(Equal([]networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}))
+		g.Expect(events(t, ns, "cache", "DriftCorrected")).To(ContainElement(HaveField("Note", ContainSubstring("NetworkPolicy cache changed by [intruder]"))))
+	}).WithTimeout(atOnce).WithPolling(poll).Should(Succeed())
+
+	// Deleted: the deletion's event brings it back.
+	g.Expect(k8s.Delete(ctx, np)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &networkingv1.NetworkPolicy{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
+		g.Expect(got.UID).NotTo(Equal(np.UID), "a new NetworkPolicy")
+		g.Expect(metav1.IsControlledBy(got, m)).To(BeTrue())
+		np = got
+	}).WithTimeout(atOnce).WithPolling(poll).Should(Succeed())
 
 	// Turned off: the NetworkPolicy, read above, is deleted.
 	mark = requests.Mark()
@@ -107,4 +133,8 @@ func TestForeignNetworkPolicyIsLeftAlone(t *testing.T) {
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(foreign), after)).To(Succeed())
 	g.Expect(after.Spec.PodSelector.MatchLabels).To(Equal(map[string]string{"app": "other"}))
 	g.Expect(after.OwnerReferences).To(BeEmpty())
+	sent := requests.Since(0, inNamespace(ns), testenv.PathContains("/networkpolicies/"), func(r testenv.Request) bool {
+		return r.Method != http.MethodGet
+	})
+	g.Expect(sent).To(BeEmpty(), "nothing is sent to a NetworkPolicy the operator does not own")
 }

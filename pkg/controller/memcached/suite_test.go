@@ -15,6 +15,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -37,11 +38,18 @@ var (
 )
 
 const (
-	// syncPeriod is short so that resyncs happen during the tests.
-	syncPeriod   = 2 * time.Second
 	defaultImage = testenv.DefaultImage
 	timeout      = 90 * time.Second
 	poll         = 200 * time.Millisecond
+	// window is how long a test watches for what must not happen (a
+	// request at rest, a retry): several of the controller's backoff
+	// retries, and of its timed requeues but the report timeout's.
+	window = 6 * time.Second
+	// atOnce is how long a test allows for what the operator does from
+	// one watch event (a deletion, another manager's change): the event's
+	// delivery and a reconcile take well under a second here; the rest is
+	// slack for a loaded machine. No resync comes to the rescue within it.
+	atOnce = 10 * time.Second
 )
 
 func TestMain(m *testing.M) {
@@ -81,7 +89,10 @@ func run(m *testing.M) int {
 	}
 
 	testenv.SetLogger()
-	done, err := testenv.StartOperator(ctx, requests.Wrap(cfg), testenv.OperatorOptions{SyncPeriod: syncPeriod})
+	// The operator runs as in production: resyncs every 10 hours, so none
+	// in a test. What it does, it does from watch events and timed
+	// requeues alone.
+	done, err := testenv.StartOperator(ctx, requests.Wrap(cfg), testenv.OperatorOptions{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -171,4 +182,13 @@ func events(t *testing.T, ns, name, reason string) []eventsv1.Event {
 // inNamespace matches requests about objects in ns.
 func inNamespace(ns string) func(testenv.Request) bool {
 	return testenv.PathContains("/namespaces/" + ns + "/")
+}
+
+// nudge changes an annotation of obj that the operator does not own, so
+// that its watch event reconciles the Memcached that controls obj: a
+// reconcile with nothing to do, as a resync's would be.
+func nudge(t *testing.T, obj client.Object) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"test.example.com/nudge":%q}}}`, time.Now().Format(time.RFC3339Nano))
+	NewWithT(t).Expect(k8s.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
 }
