@@ -123,6 +123,10 @@ func TestStatusWaitsForTheRolloutsEndOnlyWhileTheStatusLags(t *testing.T) {
 		{"replacing another Deployment", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second), Replacing: "replacing"}, 0},
 		{"no Deployment", memcached(3, 1, metav1.ConditionTrue), Observation{}, 0},
 		{"changed in this reconcile, not observed yet", memcached(1, 1, metav1.ConditionTrue), Observation{Deployment: unobserved, DeploymentChanged: true}, reportTimeout},
+		{"scaled 10 s ago, serving meanwhile, a new pod cannot be scheduled", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second), Pods: []*owned.Pod{pod("cache-5d8f-a", unschedulabl)}}, 0},
+		{"scaled 10 s ago, serving meanwhile, a new pod's image cannot be pulled", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second), Pods: []*owned.Pod{pod("cache-5d8f-a", pullFailed)}}, 0},
+		{"scaled 10 s ago, serving meanwhile, a quota refuses the new pods", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second, quota)}, 0},
+		{"scaled 10 s ago, serving meanwhile, a new pod starting", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second), Pods: []*owned.Pod{pod("cache-5d8f-a", starting)}}, 20 * time.Second},
 		{"changed in this reconcile, not observed yet, and a phase failed", memcached(1, 1, metav1.ConditionTrue), Observation{Deployment: unobserved, DeploymentChanged: true, Failed: []error{errors.New("applying Service cache: forbidden")}}, 0},
 	}
 	for _, tt := range tests {
