@@ -221,3 +221,56 @@ func TestCertificatesAreCheckedForTimeAndName(t *testing.T) {
 		return events(t, ns, "cache", cachev1alpha1.ReasonCertificateExpiring)
 	}).WithTimeout(3*time.Second).WithPolling(poll).Should(HaveLen(1), "told once")
 }
+
+// A certificate's time is followed as it passes, with no event and no
+// resync to help: the operator looks again at the moments its certificate
+// becomes valid, enters its expiring window and expires. A short-lived
+// certificate (36 s, so a window of 6 s) makes them seconds apart.
+func TestCertificateTimeIsFollowedAsItPasses(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	ca, err := testcerts.NewCA("ca")
+	g.Expect(err).NotTo(HaveOccurred())
+	// A certificate's times are whole seconds.
+	valid := time.Now().Truncate(time.Second).Add(8 * time.Second)
+	expires := valid.Add(36 * time.Second)
+	warns := expires.Add(-6 * time.Second)
+	p, err := ca.IssueValid("cache", testcerts.ServiceHosts(ns, "cache"), valid, expires)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(k8s.Create(ctx, ca.Secret(ns, "cache-tls", p))).To(Succeed())
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1), TLS: &cachev1alpha1.TLSSpec{SecretName: "cache-tls"}})
+	heldFor(t, m, cachev1alpha1.ReasonSecretInvalid, "the certificate in tls.crt is not valid before ")
+	g.Expect(time.Now()).To(BeTemporally("<", valid), "the test's setup took too long to see the certificate before its time")
+
+	// until waits until the status satisfies ok, and no longer than
+	// atOnce after the moment at; it returns when it saw it.
+	got := &cachev1alpha1.Memcached{}
+	until := func(at time.Time, what string, ok func(g Gomega)) time.Time {
+		t.Helper()
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
+			ok(g)
+		}).WithTimeout(time.Until(at)+atOnce).WithPolling(poll).Should(Succeed(), what)
+		return time.Now()
+	}
+	seen := until(valid, "served once valid", func(g Gomega) {
+		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, cachev1alpha1.ConditionDegraded)).To(BeTrue())
+		g.Expect(got.Status.TLS).NotTo(BeNil())
+		g.Expect(got.Status.TLS.ExpiresSoon).To(BeFalse())
+	})
+	g.Expect(seen).To(BeTemporally(">=", valid), "not before the certificate is valid")
+	seen = until(warns, "said to expire soon once in its window", func(g Gomega) {
+		g.Expect(got.Status.TLS).NotTo(BeNil())
+		g.Expect(got.Status.TLS.ExpiresSoon).To(BeTrue())
+		g.Expect(events(t, ns, "cache", cachev1alpha1.ReasonCertificateExpiring)).To(HaveLen(1))
+	})
+	g.Expect(seen).To(BeTemporally(">=", warns), "not before its window")
+	seen = until(expires, "held once expired", func(g Gomega) {
+		c := meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionDegraded)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonSecretInvalid))
+		g.Expect(c.Message).To(ContainSubstring("the certificate in tls.crt expired at "))
+	})
+	g.Expect(seen).To(BeTemporally(">=", expires), "not before it expires")
+}
