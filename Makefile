@@ -91,6 +91,7 @@ test: k8s-binaries build helm $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prere
 	go test -tags integration $(GO_TEST_FLAGS) ./...
 	go test -tags e2e -timeout 30m $(GO_TEST_FLAGS) ./e2e/...
 	$(MAKE) --no-print-directory bench-check
+	$(if $(filter 0,$(E2E_REAL_NODE)),,$(MAKE) --no-print-directory bench-cache-check)
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only: no control plane, no cluster, nothing to build first.
@@ -132,6 +133,10 @@ vulncheck: $(GOVULNCHECK) $(VULNDB)/index/db.json ## Fail on a known vulnerabili
 
 bench-check: k8s-binaries build ## A small benchmark (20 Memcacheds, no baseline) that fails when a hard promise breaks: any 409, any request at rest.
 	go run ./hack/bench -n 20 -skip-baseline -steady 15s -sync-period 5s
+
+.PHONY: bench-cache-check
+bench-cache-check: k8s-binaries build real-node-prerequisites ## A short run of bench-cache on the real node that fails when a goal other than speed is missed: a client-visible error, a key lost without a pod replaced.
+	go run ./hack/bench-cache -short
 
 BENCH_N ?= 100,1000
 .PHONY: bench

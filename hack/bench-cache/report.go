@@ -46,6 +46,7 @@ func render(e *env, rows []measured, ops []operation) string {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(renderGoals(goalsOf(rows, ops), e.cfg.short))
 	if len(ops) > 0 {
 		fmt.Fprintf(&b, "Through operations: a Memcached of size 3 with TLS and authentication; before each, %d keys of %d bytes stored; during it, gets of random keys at up to %d a second; after it, every key read once.\n\n",
 			e.cfg.opKeys, w.valueSize, readers*int(time.Second/readInterval))
@@ -72,4 +73,24 @@ func ratio(v, of float64) string {
 
 func micro(d time.Duration) string {
 	return fmt.Sprintf("%d µs", d.Microseconds())
+}
+
+// renderGoals is the table of the goals a run checked.
+func renderGoals(gs []goal, short bool) string {
+	var b strings.Builder
+	b.WriteString("| goal | measured | met |\n|---|---|---|\n")
+	for _, g := range gs {
+		met := "no"
+		switch {
+		case !g.checked:
+			met, g.measure = "not measured in this run", "-"
+		case g.met:
+			met = "yes"
+		case short && g.speed:
+			met = "no (a short run: not held against it)"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", g.name, g.measure, met)
+	}
+	b.WriteString("\n")
+	return b.String()
 }

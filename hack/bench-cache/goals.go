@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// goal is a promise of the report, checked against a run.
+type goal struct {
+	name string
+	// speed: a figure of how fast, which only a full run on a quiet
+	// machine measures; a short run reports it but does not check it.
+	speed bool
+	// checked: the run measured what the goal needs.
+	checked bool
+	met     bool
+	measure string
+}
+
+// Goals of throughput: the pods' price against memcached on the host.
+const (
+	minThroughputRatio = 0.9
+	maxP99Ratio        = 1.2
+)
+
+// goalsOf checks the goals on a run's rows and operations. (a) is the mean
+// of memcached on the host's first and last runs, so that a drift of the
+// machine over the run counts for neither side.
+func goalsOf(rows []measured, ops []operation) []goal {
+	var hosts []measured
+	var defaults *measured
+	for i, r := range rows {
+		switch {
+		case r.host:
+			hosts = append(hosts, r)
+		case defaults == nil && strings.HasPrefix(r.name, "(b) Memcached, size 1, defaults"):
+			defaults = &rows[i]
+		}
+	}
+	throughput := goal{name: fmt.Sprintf("(b) at least %.1f of (a) in ops/s", minThroughputRatio), speed: true}
+	latency := goal{name: fmt.Sprintf("(b)'s p99 no worse than %.1fx (a)'s", maxP99Ratio), speed: true}
+	if defaults != nil && len(hosts) > 0 {
+		var ops, p99 float64
+		for _, h := range hosts {
+			ops += h.opsPerSecond() / float64(len(hosts))
+			p99 += float64(h.percentile(99)) / float64(len(hosts))
+		}
+		throughput.checked, latency.checked = true, true
+		throughput.met = defaults.opsPerSecond() >= minThroughputRatio*ops
+		throughput.measure = fmt.Sprintf("%.0f against %.0f: %.2f", defaults.opsPerSecond(), ops, defaults.opsPerSecond()/ops)
+		latency.met = float64(defaults.percentile(99)) <= maxP99Ratio*p99
+		latency.measure = fmt.Sprintf("%s against %s: %.2fx", micro(defaults.percentile(99)), micro(time.Duration(p99)), float64(defaults.percentile(99))/p99)
+	}
+
+	errs := goal{name: "no client-visible error, in any throughput row or operation", checked: len(rows)+len(ops) > 0, met: true}
+	var failing []string
+	for _, r := range rows {
+		if r.errors > 0 {
+			failing = append(failing, fmt.Sprintf("%s: %d", r.name, r.errors))
+		}
+	}
+	for _, o := range ops {
+		if o.errors > 0 {
+			failing = append(failing, fmt.Sprintf("%s: %d", o.name, o.errors))
+		}
+	}
+	if len(failing) > 0 {
+		errs.met, errs.measure = false, strings.Join(failing, "; ")
+	} else {
+		errs.measure = "0"
+	}
+
+	inPlace := goal{name: "an operation that replaces no pod keeps every key and reads no stale value", met: true}
+	var lost []string
+	for _, o := range ops {
+		if o.replaced > 0 {
+			continue
+		}
+		inPlace.checked = true
+		if o.kept != o.keys { // a stale value is a key not kept
+			lost = append(lost, fmt.Sprintf("%s: %d of %d kept, %d stale", o.name, o.kept, o.keys, o.stale))
+		}
+	}
+	if len(lost) > 0 {
+		inPlace.met, inPlace.measure = false, strings.Join(lost, "; ")
+	} else if inPlace.checked {
+		inPlace.measure = "every key, none stale"
+	}
+	return []goal{throughput, latency, errs, inPlace}
+}
+
+// unmet are the goals of gs the run checked and did not meet; a short
+// run's figures of speed are not held against it.
+func unmet(gs []goal, short bool) []goal {
+	var out []goal
+	for _, g := range gs {
+		if g.checked && !g.met && !(short && g.speed) {
+			out = append(out, g)
+		}
+	}
+	return out
+}

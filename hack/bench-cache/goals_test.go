@@ -1,0 +1,80 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// row is a throughput row of ops operations in a second, each taking
+// latency, with errors client-visible errors.
+func row(name string, host bool, ops int64, latency time.Duration, errors int64) measured {
+	h := hdrhistogram.New(1, 10_000_000, 3)
+	for range ops {
+		_ = h.RecordValue(latency.Microseconds())
+	}
+	return measured{target: target{name: name}, host: host,
+		result: result{ops: ops, errors: errors, elapsed: time.Second, latency: h}}
+}
+
+func TestGoalsAreCheckedAgainstTheRun(t *testing.T) {
+	a := row("(a) memcached on the host", true, 1000, time.Millisecond, 0)
+	again := row("(a) memcached on the host, again", true, 1000, time.Millisecond, 0)
+	b := row("(b) Memcached, size 1, defaults", false, 950, 1100*time.Microsecond, 0)
+	rotation := operation{name: "certificate rotation", keys: 100, kept: 100, pods: 3}
+	rollout := operation{name: "image rollout", keys: 100, kept: 0, pods: 3, replaced: 3}
+
+	tests := []struct {
+		name  string
+		rows  []measured
+		ops   []operation
+		short bool
+		unmet []string
+	}{
+		{"every goal met", []measured{a, b, again}, []operation{rotation, rollout}, false, nil},
+		{"(b) too slow", []measured{a, row("(b) Memcached, size 1, defaults", false, 850, time.Millisecond, 0), again}, nil, false,
+			[]string{"(b) at least 0.9 of (a) in ops/s"}},
+		{"(b)'s p99 too long", []measured{a, row("(b) Memcached, size 1, defaults", false, 1000, 1300*time.Microsecond, 0), again}, nil, false,
+			[]string{"(b)'s p99 no worse than 1.2x (a)'s"}},
+		{"(b) too slow in a short run: reported, not held", []measured{a, row("(b) Memcached, size 1, defaults", false, 500, time.Millisecond, 0), again}, nil, true, nil},
+		{"a client-visible error", []measured{a, row("(b) Memcached, size 1, defaults", false, 1000, time.Millisecond, 1), again}, nil, true,
+			[]string{"no client-visible error, in any throughput row or operation"}},
+		{"an error through an operation", []measured{a, b, again}, []operation{{name: "scale", keys: 100, kept: 75, errors: 2, replaced: 1}}, true,
+			[]string{"no client-visible error, in any throughput row or operation"}},
+		{"a key lost though no pod was replaced", nil, []operation{{name: "certificate rotation", keys: 100, kept: 99, pods: 3}}, true,
+			[]string{"an operation that replaces no pod keeps every key and reads no stale value"}},
+		{"a stale value though no pod was replaced", nil, []operation{{name: "operator upgrade", keys: 100, kept: 99, stale: 1, pods: 3}}, true,
+			[]string{"an operation that replaces no pod keeps every key and reads no stale value"}},
+		{"keys lost with the pods that held them: no goal yet", nil, []operation{rollout}, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, g := range unmet(goalsOf(tt.rows, tt.ops), tt.short) {
+				got = append(got, g.name)
+			}
+			if len(got) != len(tt.unmet) {
+				t.Fatalf("unmet %q, want %q", got, tt.unmet)
+			}
+			for i := range got {
+				if got[i] != tt.unmet[i] {
+					t.Fatalf("unmet %q, want %q", got, tt.unmet)
+				}
+			}
+		})
+	}
+}
+
+// A goal the run did not measure is neither met nor missed.
+func TestGoalsNotMeasuredAreNotHeldAgainstTheRun(t *testing.T) {
+	gs := goalsOf(nil, nil)
+	for _, g := range gs {
+		if g.checked {
+			t.Errorf("%s checked without rows or operations", g.name)
+		}
+	}
+	if len(unmet(gs, false)) != 0 {
+		t.Errorf("unmet without measurements: %v", unmet(gs, false))
+	}
+}

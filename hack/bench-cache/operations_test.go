@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// kept tells a value stored in this round from one an earlier round left
+// on a server the key has since moved away from and back to (stale), on
+// two real memcacheds: the keys stored through a ring of one server, then
+// of two, are read through the first ring again. Those the second server
+// took read their first round's value from the first server: stale, as
+// many as the second ring gave the new server. Read through the second
+// ring, every key is current.
+func TestKeptCountsStaleValuesOfKeysThatMovedBack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, err := startHostMemcached(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.stop()
+	b, err := startHostMemcached(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.stop()
+
+	const keys = 3000
+	w := workload{concurrency: 4, keys: keys, valueSize: 64}
+	one, err := newRing(a.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := newRing(a.addr, b.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	throughOne, throughTwo := newClient(one, access{}, 4), newClient(two, access{}, 4)
+	defer throughOne.Close()
+	defer throughTwo.Close()
+
+	if err := store(ctx, throughOne, w, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := store(ctx, throughTwo, w, 1); err != nil {
+		t.Fatal(err)
+	}
+	moved := 0
+	for i := range keys {
+		addr, err := two.PickServer(keyOf(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if addr.String() == b.addr {
+			moved++
+		}
+	}
+	if moved == 0 || moved == keys {
+		t.Fatalf("the second ring gave the new server %d of %d keys: no test of both cases", moved, keys)
+	}
+
+	current, stale, err := kept(ctx, throughOne, keys, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stale != moved || current != keys-moved {
+		t.Errorf("through the first ring again: %d current and %d stale, want %d and %d", current, stale, keys-moved, moved)
+	}
+	current, stale, err = kept(ctx, throughTwo, keys, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stale != 0 || current != keys {
+		t.Errorf("through the second ring: %d current and %d stale, want %d and 0", current, stale, keys)
+	}
+	// A round that was never stored is read as no key's current value.
+	if current, _, err = kept(ctx, throughTwo, keys, 2); err != nil || current != 0 {
+		t.Errorf("round 2, never stored: %d current (%v), want 0", current, err)
+	}
+}
