@@ -37,7 +37,10 @@ func runOperator(cfg *envconf.Config, extraArgs ...string) (*hostOperator, error
 		Binary:     os.Getenv("E2E_OPERATOR_BINARY"),
 		Kubeconfig: cfg.KubeconfigFile(),
 		Metrics:    true,
-		Args: append([]string{"--sync-period=5s", "--memcached-image=" + desired.DefaultImage, "--exporter-image=" + exporterImage(),
+		// Production's resync (every 10 hours): none within the suite, so
+		// what the operator does, it does from watch events and timed
+		// requeues alone.
+		Args: append([]string{"--memcached-image=" + desired.DefaultImage, "--exporter-image=" + exporterImage(),
 			// The reloader runs from the operator image, which the suite builds for the real node.
 			"--reloader-image=" + operatorImage}, extraArgs...),
 	})

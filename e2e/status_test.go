@@ -69,8 +69,8 @@ func TestConflictFreeStatus(t *testing.T) {
 				g.Expect(d.Spec.Template.Spec.Containers[0].Command).To(ContainElement(fmt.Sprintf("--threads=%d", threads)))
 			}
 			if operator == nil {
-				t.Log("the operator runs in the cluster: its request counts are not read here")
-				return ctx
+				// Said as a skip, which CI refuses, not a silent pass.
+				t.Skip("the operator runs in the cluster: its request counts, which the rest of this step reads, are not reachable here")
 			}
 			after, err := operator.clientRequests()
 			g.Expect(err).NotTo(HaveOccurred())
