@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -34,47 +35,79 @@ import (
 	"github.com/example/memcached-operator/pkg/operator"
 )
 
-func main() {
-	var (
-		metricsAddr             string
-		secureMetrics           bool
-		enableHTTP2             bool
-		probeAddr               string
-		pprofAddr               string
-		leaderElect             bool
-		leaderElectionNamespace string
-		defaultImage            string
-		exporterImage           string
-		reloaderImage           string
-		maxConcurrentReconciles int
-		syncPeriod              time.Duration
-		qps                     float64
-		burst                   int
-		watchNamespaces         string
-		replacedManagers        string
-	)
-	envImage := imageDefault(os.Getenv, "MEMCACHED_IMAGE", desired.DefaultImage)
-	envExporterImage := imageDefault(os.Getenv, "EXPORTER_IMAGE", desired.DefaultExporterImage)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; 0 disables it.")
-	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, to callers authenticated and authorized by the apiserver.")
-	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics server (off: HTTP/2 stream cancellation and rapid reset CVEs).")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
-	flag.StringVar(&pprofAddr, "pprof-bind-address", "0", "Address of the pprof endpoints (/debug/pprof); 0 disables them.")
-	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that of several replicas only one reconciles.")
-	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
-	flag.StringVar(&defaultImage, "memcached-image", envImage, "Memcached image for Memcacheds without spec.image (default: $MEMCACHED_IMAGE, else "+desired.DefaultImage+").")
-	flag.StringVar(&exporterImage, "exporter-image", envExporterImage, "Prometheus memcached exporter image of Memcacheds with spec.monitoring enabled (default: $EXPORTER_IMAGE, else "+desired.DefaultExporterImage+").")
-	flag.StringVar(&reloaderImage, "reloader-image", os.Getenv("RELOADER_IMAGE"), "Image of the reloader that pods with TLS or authentication run to load new Secret content without a restart (default: $RELOADER_IMAGE, else the operator's own image when it runs in a pod that sets POD_NAME and POD_NAMESPACE; none: new content restarts the pods).")
-	flag.IntVar(&maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Number of Memcacheds reconciled at once.")
-	flag.DurationVar(&syncPeriod, "sync-period", operator.DefaultSyncPeriod, "Interval at which every cached object is reconciled again.")
-	flag.Float64Var(&qps, "kube-api-qps", 50, "Requests per second the operator may send to the apiserver, sustained.")
-	flag.IntVar(&burst, "kube-api-burst", 100, "Requests the operator may send to the apiserver in a burst.")
-	flag.StringVar(&replacedManagers, "replaced-field-managers", memcached.DefaultReplacedManagers, "Comma-separated field managers of the operator this one replaces: their Update entries in a Memcached's status become the operator's when it replaces a Deployment it did not make.")
-	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces whose Memcacheds the operator caches and reconciles; empty: all namespaces.")
-	zapOpts := zap.Options{}
-	zapOpts.BindFlags(flag.CommandLine)
-	flag.Parse()
+// settings are the operator's command line, with the environment's
+// defaults.
+type settings struct {
+	metricsAddr             string
+	secureMetrics           bool
+	enableHTTP2             bool
+	probeAddr               string
+	pprofAddr               string
+	leaderElect             bool
+	leaderElectionNamespace string
+	defaultImage            string
+	exporterImage           string
+	reloaderImage           string
+	maxConcurrentReconciles int
+	syncPeriod              time.Duration
+	qps                     float64
+	burst                   int
+	watchNamespaces         string
+	replacedManagers        string
+	zap                     zap.Options
+}
 
+// parseSettings reads the command line args (without the program's name),
+// with getenv's variables as the defaults of the image flags.
+func parseSettings(args []string, getenv func(string) string) (settings, error) {
+	var s settings
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	fs.StringVar(&s.metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; 0 disables it.")
+	fs.BoolVar(&s.secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, to callers authenticated and authorized by the apiserver.")
+	fs.BoolVar(&s.enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics server (off: HTTP/2 stream cancellation and rapid reset CVEs).")
+	fs.StringVar(&s.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.StringVar(&s.pprofAddr, "pprof-bind-address", "0", "Address of the pprof endpoints (/debug/pprof); 0 disables them.")
+	fs.BoolVar(&s.leaderElect, "leader-elect", false, "Elect a leader, so that of several replicas only one reconciles.")
+	fs.StringVar(&s.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
+	fs.StringVar(&s.defaultImage, "memcached-image", imageDefault(getenv, "MEMCACHED_IMAGE", desired.DefaultImage), "Memcached image for Memcacheds without spec.image (default: $MEMCACHED_IMAGE, else "+desired.DefaultImage+").")
+	fs.StringVar(&s.exporterImage, "exporter-image", imageDefault(getenv, "EXPORTER_IMAGE", desired.DefaultExporterImage), "Prometheus memcached exporter image of Memcacheds with spec.monitoring enabled (default: $EXPORTER_IMAGE, else "+desired.DefaultExporterImage+").")
+	fs.StringVar(&s.reloaderImage, "reloader-image", getenv("RELOADER_IMAGE"), "Image of the reloader that pods with TLS or authentication run to load new Secret content without a restart (default: $RELOADER_IMAGE, else the operator's own image when it runs in a pod that sets POD_NAME and POD_NAMESPACE; none: new content restarts the pods).")
+	fs.IntVar(&s.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Number of Memcacheds reconciled at once.")
+	fs.DurationVar(&s.syncPeriod, "sync-period", operator.DefaultSyncPeriod, "Interval at which every cached object is reconciled again.")
+	fs.Float64Var(&s.qps, "kube-api-qps", 50, "Requests per second the operator may send to the apiserver, sustained.")
+	fs.IntVar(&s.burst, "kube-api-burst", 100, "Requests the operator may send to the apiserver in a burst.")
+	fs.StringVar(&s.replacedManagers, "replaced-field-managers", memcached.DefaultReplacedManagers, "Comma-separated field managers of the operator this one replaces: their Update entries in a Memcached's status become the operator's when it replaces a Deployment it did not make.")
+	fs.StringVar(&s.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces whose Memcacheds the operator caches and reconciles; empty: all namespaces.")
+	s.zap.BindFlags(fs)
+	// What packages register on the process' flags: controller-runtime's
+	// --kubeconfig, which ctrl.GetConfigOrDie reads.
+	flag.CommandLine.VisitAll(func(f *flag.Flag) {
+		if fs.Lookup(f.Name) == nil {
+			fs.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	if err := fs.Parse(args); err != nil {
+		return s, err
+	}
+	if strings.TrimSpace(s.defaultImage) == "" {
+		return s, errors.New("the default memcached image is empty: set --memcached-image or MEMCACHED_IMAGE")
+	}
+	if strings.TrimSpace(s.exporterImage) == "" {
+		return s, errors.New("the exporter image is empty: set --exporter-image or EXPORTER_IMAGE")
+	}
+	return s, nil
+}
+
+func main() {
+	s, err := parseSettings(os.Args[1:], os.Getenv)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	zapOpts := s.zap
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts), zap.RawZapOpts(uberzap.WrapCore(func(c zapcore.Core) zapcore.Core {
 		return lazyFields{c}
 	}))))
@@ -89,49 +122,40 @@ func main() {
 		log.Info("Go runtime memory limit", "bytes", limit)
 	}
 
-	if strings.TrimSpace(defaultImage) == "" {
-		log.Error(nil, "The default memcached image is empty: set --memcached-image or MEMCACHED_IMAGE")
-		os.Exit(1)
-	}
-	if strings.TrimSpace(exporterImage) == "" {
-		log.Error(nil, "The exporter image is empty: set --exporter-image or EXPORTER_IMAGE")
-		os.Exit(1)
-	}
-
-	namespaces, err := parseNamespaces(watchNamespaces)
+	namespaces, err := parseNamespaces(s.watchNamespaces)
 	if err != nil {
 		log.Error(err, "Invalid --watch-namespaces")
 		os.Exit(1)
 	}
 
 	var tlsOpts []func(*tls.Config)
-	if !enableHTTP2 {
+	if !s.enableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
-	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, TLSOpts: tlsOpts}
-	if secureMetrics {
+	metricsOpts := metricsserver.Options{BindAddress: s.metricsAddr, SecureServing: s.secureMetrics, TLSOpts: tlsOpts}
+	if s.secureMetrics {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
 	restConfig := ctrl.GetConfigOrDie()
-	restConfig.QPS, restConfig.Burst = float32(qps), burst
-	if reloaderImage == "" {
-		reloaderImage = ownImage(restConfig, os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"), log)
+	restConfig.QPS, restConfig.Burst = float32(s.qps), s.burst
+	if s.reloaderImage == "" {
+		s.reloaderImage = ownImage(restConfig, os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"), log)
 	}
 	mgr, err := operator.New(restConfig, operator.Options{
 		Manager: ctrl.Options{
 			Metrics:                 metricsOpts,
-			HealthProbeBindAddress:  probeAddr,
-			PprofBindAddress:        pprofAddr,
-			LeaderElection:          leaderElect,
-			LeaderElectionNamespace: leaderElectionNamespace,
+			HealthProbeBindAddress:  s.probeAddr,
+			PprofBindAddress:        s.pprofAddr,
+			LeaderElection:          s.leaderElect,
+			LeaderElectionNamespace: s.leaderElectionNamespace,
 		},
 		Controller: memcached.Options{
-			Images:                  desired.Images{Memcached: defaultImage, Exporter: exporterImage, Reloader: reloaderImage},
+			Images:                  desired.Images{Memcached: s.defaultImage, Exporter: s.exporterImage, Reloader: s.reloaderImage},
 			WatchNamespaces:         namespaces,
-			MaxConcurrentReconciles: maxConcurrentReconciles,
-			SyncPeriod:              syncPeriod,
-			ReplacedManagers:        splitList(replacedManagers),
+			MaxConcurrentReconciles: s.maxConcurrentReconciles,
+			SyncPeriod:              s.syncPeriod,
+			ReplacedManagers:        splitList(s.replacedManagers),
 		},
 	})
 	if err != nil {
@@ -139,7 +163,7 @@ func main() {
 		os.Exit(1)
 	}
 
-	log.Info("Starting the manager", "defaultImage", defaultImage, "exporterImage", exporterImage, "reloaderImage", reloaderImage, "maxConcurrentReconciles", maxConcurrentReconciles, "leaderElect", leaderElect, "watchNamespaces", namespaces)
+	log.Info("Starting the manager", "defaultImage", s.defaultImage, "exporterImage", s.exporterImage, "reloaderImage", s.reloaderImage, "maxConcurrentReconciles", s.maxConcurrentReconciles, "leaderElect", s.leaderElect, "watchNamespaces", namespaces)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "The manager stopped with an error")
 		os.Exit(1)

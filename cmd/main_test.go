@@ -1,32 +1,61 @@
 package main
 
 import (
+	"flag"
 	"testing"
 
 	. "github.com/onsi/gomega"
 
 	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/operator"
 )
 
+// The images the operator runs come from its command line, else from the
+// environment (MEMCACHED_IMAGE, as the tutorial's operator reads it;
+// EXPORTER_IMAGE; RELOADER_IMAGE), else the built-in ones: read as main
+// reads them.
 func TestImagesDefaultToTheEnvironment(t *testing.T) {
+	type images struct{ memcached, exporter, reloader string }
 	tests := []struct {
-		name        string
-		env         map[string]string
-		variable    string
-		image, want string
+		name string
+		env  map[string]string
+		args []string
+		want images
 	}{
-		{"MEMCACHED_IMAGE set", map[string]string{"MEMCACHED_IMAGE": "registry.example.com/memcached:1.6.40"}, "MEMCACHED_IMAGE", desired.DefaultImage, "registry.example.com/memcached:1.6.40"},
-		{"MEMCACHED_IMAGE unset", nil, "MEMCACHED_IMAGE", desired.DefaultImage, desired.DefaultImage},
-		{"MEMCACHED_IMAGE empty", map[string]string{"MEMCACHED_IMAGE": ""}, "MEMCACHED_IMAGE", desired.DefaultImage, desired.DefaultImage},
-		{"EXPORTER_IMAGE set", map[string]string{"EXPORTER_IMAGE": "registry.example.com/exporter:1"}, "EXPORTER_IMAGE", desired.DefaultExporterImage, "registry.example.com/exporter:1"},
-		{"EXPORTER_IMAGE unset, MEMCACHED_IMAGE set", map[string]string{"MEMCACHED_IMAGE": "m:1"}, "EXPORTER_IMAGE", desired.DefaultExporterImage, desired.DefaultExporterImage},
+		{"nothing set", nil, nil, images{desired.DefaultImage, desired.DefaultExporterImage, ""}},
+		{"the environment", map[string]string{"MEMCACHED_IMAGE": "registry.example.com/memcached:1.6.40", "EXPORTER_IMAGE": "registry.example.com/exporter:1", "RELOADER_IMAGE": "registry.example.com/operator:2"},
+			nil, images{"registry.example.com/memcached:1.6.40", "registry.example.com/exporter:1", "registry.example.com/operator:2"}},
+		{"an empty variable is unset", map[string]string{"MEMCACHED_IMAGE": "", "EXPORTER_IMAGE": ""}, nil, images{desired.DefaultImage, desired.DefaultExporterImage, ""}},
+		{"one variable, the others built in", map[string]string{"MEMCACHED_IMAGE": "m:1"}, nil, images{"m:1", desired.DefaultExporterImage, ""}},
+		{"the flags over the environment", map[string]string{"MEMCACHED_IMAGE": "m:1", "EXPORTER_IMAGE": "e:1"},
+			[]string{"--memcached-image=m:2", "--exporter-image", "e:2", "--reloader-image=r:2"}, images{"m:2", "e:2", "r:2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := imageDefault(func(k string) string { return tt.env[k] }, tt.variable, tt.image)
-			NewWithT(t).Expect(got).To(Equal(tt.want))
+			g := NewWithT(t)
+			s, err := parseSettings(tt.args, func(k string) string { return tt.env[k] })
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(images{s.defaultImage, s.exporterImage, s.reloaderImage}).To(Equal(tt.want))
 		})
 	}
+}
+
+func TestEmptyImagesAreRefused(t *testing.T) {
+	g := NewWithT(t)
+	_, err := parseSettings([]string{"--memcached-image= "}, func(string) string { return "" })
+	g.Expect(err).To(MatchError(ContainSubstring("the default memcached image is empty")))
+	_, err = parseSettings([]string{"--exporter-image="}, func(string) string { return "" })
+	g.Expect(err).To(MatchError(ContainSubstring("the exporter image is empty")))
+}
+
+// Settings main passes on: the production resync by default, and the
+// flags controller-runtime registers (--kubeconfig) still accepted.
+func TestSettingsDefaults(t *testing.T) {
+	g := NewWithT(t)
+	s, err := parseSettings([]string{"--kubeconfig=/dev/null", "--zap-log-level=error"}, func(string) string { return "" })
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(s.syncPeriod).To(Equal(operator.DefaultSyncPeriod))
+	g.Expect(flag.CommandLine.Lookup("kubeconfig").Value.String()).To(Equal("/dev/null"))
 }
 
 func TestParseNamespaces(t *testing.T) {
