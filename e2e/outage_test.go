@@ -12,6 +12,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -24,8 +25,8 @@ import (
 )
 
 // The apiserver dies and stays away for 30 s (etcd keeps the data) right after specs
-// change: the operator neither exits nor crash-loops, and converges to the
-// latest specs once it is back. This stops a component of the cluster, so it
+// change, before the operator applied them: the operator neither exits nor
+// crash-loops, and converges to the latest specs once it is back. This stops a component of the cluster, so it
 // runs on the local cluster only.
 func TestAPIServerOutage(t *testing.T) {
 	var ns string
@@ -50,9 +51,27 @@ func TestAPIServerOutage(t *testing.T) {
 		}).
 		Assess("the operator survives 30 s without an apiserver and converges after", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, c := NewWithT(t), kube(t, cfg)
+			// The operator frozen while the specs change and the apiserver
+			// dies: the changes are still to apply when it goes.
+			g.Expect(syscall.Kill(operator.Pid(), syscall.SIGSTOP)).To(Succeed())
+			resumed := false
+			resume := func() {
+				if !resumed {
+					g.Expect(syscall.Kill(operator.Pid(), syscall.SIGCONT)).To(Succeed())
+					resumed = true
+				}
+			}
+			t.Cleanup(resume)
 			for i := range caches {
 				m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key(i).Name}}
 				g.Expect(c.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2,"threads":3}}`)))).To(Succeed())
+			}
+			time.Sleep(time.Second)
+			for i := range caches {
+				d := &appsv1.Deployment{}
+				g.Expect(c.Get(ctx, key(i), d)).To(Succeed())
+				g.Expect(*d.Spec.Replicas).To(Equal(int32(1)), "unapplied when the apiserver dies")
+				g.Expect(d.Spec.Template.Spec.Containers[0].Command).NotTo(ContainElement("--threads=3"), "unapplied when the apiserver dies")
 			}
 
 			pids, err := localCluster.PIDs()
@@ -66,6 +85,9 @@ func TestAPIServerOutage(t *testing.T) {
 			g.Eventually(func() error { return syscall.Kill(pid, 0) }).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).
 				Should(MatchError(syscall.ESRCH), "kube-apiserver exits")
 			t.Logf("kube-apiserver (pid %d) stopped", pid)
+			// Woken, the operator has the specs' events and no apiserver to
+			// apply them to.
+			resume()
 			time.Sleep(outage - time.Since(stopped))
 			g.Expect(operator.Exited()).To(BeFalse(), "the operator exited while the apiserver was away")
 

@@ -140,19 +140,33 @@ func (p *Process) Exited() bool {
 }
 
 // WaitReady waits at most timeout until the operator answers /readyz with
-// 200; false when it did not, or exited.
+// 200, and, when it serves metrics, /metrics too (the manager starts its
+// metrics server after its probes: ready is not yet scrapable); false when
+// it did not, or exited.
 func (p *Process) WaitReady(timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
+	urls := []string{"http://" + p.ProbeAddr + "/readyz"}
+	if p.MetricsAddr != "" {
+		urls = append(urls, "http://"+p.MetricsAddr+"/metrics")
+	}
 	for time.Now().Before(deadline) && !p.Exited() {
-		if resp, err := http.Get("http://" + p.ProbeAddr + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return true
-			}
+		if answers(urls[0]) && (len(urls) == 1 || answers(urls[1])) {
+			return true
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	return false
+}
+
+// answers tells whether a GET of url is answered 200.
+func answers(url string) bool {
+	resp, err := http.Get(url)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // Stop sends SIGTERM and waits at most 30 s for the operator to exit; an
