@@ -148,7 +148,13 @@ func cause(t *testing.T, cfg *envconf.Config, key client.ObjectKey, reason strin
 	t.Helper()
 	g, k := NewWithT(t), kube(t, cfg)
 	m := &cachev1alpha1.Memcached{}
+	// When Kubernetes first said it (in the pods, or the Deployment), and
+	// when the status did, as seen by polling both.
+	var kubernetesSaid, statusSaid time.Time
 	g.Eventually(func(g Gomega) {
+		if kubernetesSaid.IsZero() && kubernetesSays(t, k, key, reason) {
+			kubernetesSaid = time.Now()
+		}
 		g.Expect(k.Get(context.Background(), key, m)).To(Succeed())
 		av := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionAvailable)
 		g.Expect(av).NotTo(BeNil())
@@ -157,11 +163,21 @@ func cause(t *testing.T, cfg *envconf.Config, key client.ObjectKey, reason strin
 			g.Expect(av.Message).To(ContainSubstring(s))
 		}
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	statusSaid = time.Now()
+	if kubernetesSaid.IsZero() {
+		kubernetesSaid = statusSaid // seen in the same poll
+	}
+	t.Logf("named in the status %s after Kubernetes reported it", statusSaid.Sub(kubernetesSaid).Round(100*time.Millisecond))
+	g.Expect(statusSaid.Sub(kubernetesSaid)).To(BeNumerically("<=", causeNamedWithin), "named within seconds of Kubernetes reporting it")
 	av := *meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionAvailable)
 	t.Logf("reported: Available=%s %s: %s", av.Status, av.Reason, av.Message)
 	g.Expect(av.Status).To(Equal(metav1.ConditionFalse))
 	if stalled {
 		g.Expect(meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionStalled).Reason).To(Equal(reason))
+		degraded := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionDegraded)
+		g.Expect(degraded).NotTo(BeNil())
+		g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(degraded.Reason).To(Equal(reason))
 		g.Expect(kstatusOf(t, m)).To(Equal(status.FailedStatus))
 	} else {
 		g.Expect(meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionStalled).Status).To(Equal(metav1.ConditionFalse))
@@ -174,6 +190,57 @@ func cause(t *testing.T, cfg *envconf.Config, key client.ObjectKey, reason strin
 		g.Expect(c.Reason).NotTo(Equal("ProgressDeadlineExceeded"), "named only after the Deployment's progress deadline")
 	}
 	events(t, cfg, key, reason)
+}
+
+// causeNamedWithin bounds the time from Kubernetes reporting a cause (a
+// pod's state, the Deployment's condition) to the status naming it: a
+// watch event and a reconcile, well under a second here, and slack for a
+// loaded machine and the two polls.
+const causeNamedWithin = 10 * time.Second
+
+// kubernetesSays tells whether Kubernetes reports reason's cause for the
+// Memcached key yet: in a pod's status (the kubelet's, the scheduler's) or
+// its Deployment's conditions (the ReplicaSet controller's refusals).
+func kubernetesSays(t *testing.T, k client.Client, key client.ObjectKey, reason string) bool {
+	t.Helper()
+	if reason == cachev1alpha1.ReasonPodsForbidden {
+		d := &appsv1.Deployment{}
+		if err := k.Get(context.Background(), key, d); err != nil {
+			return false
+		}
+		for _, c := range d.Status.Conditions {
+			if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	}
+	pods := &corev1.PodList{}
+	if err := k.List(context.Background(), pods, client.InNamespace(key.Namespace), client.MatchingLabels{"app.kubernetes.io/instance": key.Name}); err != nil {
+		return false
+	}
+	for _, p := range pods.Items {
+		for _, c := range p.Status.Conditions {
+			if reason == cachev1alpha1.ReasonPodsUnschedulable && c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonUnschedulable {
+				return true
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			waiting := ""
+			if cs.State.Waiting != nil {
+				waiting = cs.State.Waiting.Reason
+			}
+			switch {
+			case reason == cachev1alpha1.ReasonImagePullFailed && (waiting == "ErrImagePull" || waiting == "ImagePullBackOff"):
+				return true
+			case reason == cachev1alpha1.ReasonContainerCrashing && (waiting == "CrashLoopBackOff" ||
+				cs.RestartCount > 0 && cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode != 0):
+				// Restarted after a failing exit: a crash, not a one-off.
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // events checks that one Warning event on the Memcached key gave reason,
@@ -195,6 +262,19 @@ func events(t *testing.T, cfg *envconf.Config, key client.ObjectKey, reason stri
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "an event with reason %s", reason)
 	g.Expect(found).To(HaveLen(1), "one event per cause")
 	g.Expect(found[0].Type).To(Equal(corev1.EventTypeWarning))
+	// Still one a while later, the kubelet's retries and the pods' further
+	// failures notwithstanding.
+	g.Consistently(func(g Gomega) {
+		list := &eventsv1.EventList{}
+		g.Expect(kube(t, cfg).List(context.Background(), list, client.InNamespace(key.Namespace))).To(Succeed())
+		n := 0
+		for _, e := range list.Items {
+			if e.Regarding.Kind == cachev1alpha1.Kind && e.Regarding.Name == key.Name && e.Reason == reason {
+				n++
+			}
+		}
+		g.Expect(n).To(Equal(1), "one event per cause")
+	}).WithTimeout(5 * time.Second).WithPolling(time.Second).Should(Succeed())
 	g.Expect(len(found[0].Note)).To(BeNumerically("<=", 1024))
 }
 
