@@ -244,38 +244,35 @@ func kubernetesSays(t *testing.T, k client.Client, key client.ObjectKey, reason 
 }
 
 // events checks that one Warning event on the Memcached key gave reason,
-// whatever the number of pods and of the kubelet's retries.
+// whatever the number of pods and of the kubelet's retries, and still one
+// a while later.
 func events(t *testing.T, cfg *envconf.Config, key client.ObjectKey, reason string) {
 	t.Helper()
 	g := NewWithT(t)
 	var found []eventsv1.Event
 	g.Eventually(func(g Gomega) {
-		list := &eventsv1.EventList{}
-		g.Expect(kube(t, cfg).List(context.Background(), list, client.InNamespace(key.Namespace))).To(Succeed())
-		found = nil
-		for _, e := range list.Items {
-			if e.Regarding.Kind == cachev1alpha1.Kind && e.Regarding.Name == key.Name && e.Reason == reason {
-				found = append(found, e)
-			}
-		}
+		found = eventsOf(g, t, cfg, key, reason)
 		g.Expect(found).NotTo(BeEmpty())
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "an event with reason %s", reason)
 	g.Expect(found).To(HaveLen(1), "one event per cause")
 	g.Expect(found[0].Type).To(Equal(corev1.EventTypeWarning))
-	// Still one a while later, the kubelet's retries and the pods' further
-	// failures notwithstanding.
-	g.Consistently(func(g Gomega) {
-		list := &eventsv1.EventList{}
-		g.Expect(kube(t, cfg).List(context.Background(), list, client.InNamespace(key.Namespace))).To(Succeed())
-		n := 0
-		for _, e := range list.Items {
-			if e.Regarding.Kind == cachev1alpha1.Kind && e.Regarding.Name == key.Name && e.Reason == reason {
-				n++
-			}
-		}
-		g.Expect(n).To(Equal(1), "one event per cause")
-	}).WithTimeout(5 * time.Second).WithPolling(time.Second).Should(Succeed())
 	g.Expect(len(found[0].Note)).To(BeNumerically("<=", 1024))
+	g.Consistently(func(g Gomega) {
+		g.Expect(eventsOf(g, t, cfg, key, reason)).To(HaveLen(1), "one event per cause")
+	}).WithTimeout(5 * time.Second).WithPolling(time.Second).Should(Succeed())
+}
+
+// eventsOf are the events on the Memcached key with reason.
+func eventsOf(g Gomega, t *testing.T, cfg *envconf.Config, key client.ObjectKey, reason string) []eventsv1.Event {
+	list := &eventsv1.EventList{}
+	g.Expect(kube(t, cfg).List(context.Background(), list, client.InNamespace(key.Namespace))).To(Succeed())
+	var found []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == cachev1alpha1.Kind && e.Regarding.Name == key.Name && e.Reason == reason {
+			found = append(found, e)
+		}
+	}
+	return found
 }
 
 // fix patches the Memcached key and waits until it has converged with size

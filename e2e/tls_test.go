@@ -465,6 +465,7 @@ func TestAFailedReloadRestartsThePods(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			foreign, err := other.IssueForService(ns, key().Name)
 			g.Expect(err).NotTo(HaveOccurred())
+			seen := startWatch(t, c, key())
 			putCertificate(ctx, t, c, client.ObjectKey{Namespace: ns, Name: "unreloadable-tls"}, foreign)
 			start := time.Now()
 
@@ -504,6 +505,30 @@ func TestAFailedReloadRestartsThePods(t *testing.T) {
 					_ = conn.Close()
 				}
 			}).WithTimeout(2 * timeout).WithPolling(time.Second).Should(Succeed())
+
+			// The status said why the pods restart while they did.
+			var said *metav1.Condition
+			for _, m := range seen.stop() {
+				if p := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionProgressing); p != nil && p.Reason == cachev1alpha1.ReasonReloadFailed {
+					said = p
+					break
+				}
+			}
+			g.Expect(said).NotTo(BeNil(), "Progressing said ReloadFailed during the restart")
+			g.Expect(said.Message).To(ContainSubstring("could not load the new Secret content in place"))
+
+			// Once per content: the new pods, which mounted it, are not
+			// restarted again, and no second event comes.
+			d := &appsv1.Deployment{}
+			g.Expect(c.Get(ctx, key(), d)).To(Succeed())
+			restartedFor := d.Spec.Template.Annotations[desired.AnnotationRestartedFor]
+			pods := podStarts(ctx, t, c, key())
+			g.Consistently(func(g Gomega) {
+				g.Expect(c.Get(ctx, key(), d)).To(Succeed())
+				g.Expect(d.Spec.Template.Annotations[desired.AnnotationRestartedFor]).To(Equal(restartedFor))
+				g.Expect(podStarts(ctx, t, c, key())).To(Equal(pods), "no pod restarted again")
+			}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+			events(t, cfg, key(), cachev1alpha1.ReasonReloadFailed)
 			return ctx
 		}).
 		Feature()
