@@ -135,7 +135,7 @@ bench-check: k8s-binaries build ## A small benchmark (20 Memcacheds, no baseline
 	go run ./hack/bench -n 20 -skip-baseline -steady 15s -sync-period 5s
 
 .PHONY: bench-cache-check
-bench-cache-check: k8s-binaries build real-node-prerequisites ## A short run of bench-cache on the real node that fails when a goal other than speed is missed: a client-visible error, a key lost without a pod replaced.
+bench-cache-check: k8s-binaries build real-node-prerequisites ## A short run of bench-cache on the real node that fails when a goal other than speed is missed: a client-visible error, a key lost where the pods stayed as they were.
 	go run ./hack/bench-cache -short
 
 BENCH_N ?= 100,1000

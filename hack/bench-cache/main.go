@@ -58,7 +58,7 @@ func main() {
 	flag.BoolVar(&c.skipOps, "skip-operations", false, "measure throughput only")
 	flag.BoolVar(&c.noReloader, "no-reloader", false, "run the operator without a reloader image (pods with TLS or authentication run no reloader and roll on new Secret content), to measure what the reloader costs")
 	flag.BoolVar(&c.skipTarget, "skip-throughput", false, "measure the operations only")
-	flag.BoolVar(&c.short, "short", false, "a quick run (2s windows, 3,000 keys, the limit and the default pod, the operations but the Secret rotations, which the e2e suite covers) that fails on a client-visible error or a key lost without a pod replaced; figures of speed are reported, not checked")
+	flag.BoolVar(&c.short, "short", false, "a quick run (2s windows, 3,000 keys, the limit and the default pod, the operations but the Secret rotations, which the e2e suite covers) that fails on a client-visible error or a key lost where the pods stayed as they were; figures of speed are reported, not checked")
 	flag.Parse()
 	if c.short {
 		c.load.warmUp, c.load.duration, c.load.keys, c.opKeys = time.Second, 2*time.Second, 3000, 3000

@@ -42,6 +42,7 @@ type operation struct {
 	reads, misses, errors int64
 	firstError            string
 	replaced, pods        int // pods replaced, of pods before
+	podsAfter             int
 }
 
 // opsName is the Memcached the operations are done to: size 3, TLS and
@@ -219,7 +220,7 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 		if err != nil {
 			return out, err
 		}
-		op.replaced = replaced(before, after)
+		op.replaced, op.podsAfter = replaced(before, after), len(after)
 		if op.kept, op.stale, err = kept(ctx, c, e.cfg.opKeys, round); err != nil {
 			return out, fmt.Errorf("%s: reading the keys: %w", s.name, err)
 		}
