@@ -106,6 +106,11 @@ func (s *Store) RememberApplied(over, answer *Summary, digest Digest) {
 	key := appliedKey{sum.Kind(), types.NamespacedName{Namespace: sum.Namespace, Name: sum.Name}}
 	s.appliedMu.Lock()
 	defer s.appliedMu.Unlock()
+	if prev, ok := s.applied[key]; ok && over != nil && prev.summary.ResourceVersion == over.ResourceVersion {
+		// over is itself an apply the watch has not shown yet: the
+		// version the watch still shows is the one before that.
+		rec.over = prev.over
+	}
 	if cur, found, _ := lookup[*Summary](s.informers, key.kind, key.key); found && cur.ResourceVersion != rec.over {
 		// The watch showed it already (the informer holds an object
 		// before its handlers hear of it).

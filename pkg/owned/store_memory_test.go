@@ -74,10 +74,20 @@ func TestAnApplyIsSeenBeforeTheWatchShowsIt(t *testing.T) {
 	s.seen(deploymentAt("7", changed))
 	g.Expect(s.applied).To(BeEmpty())
 
+	// Two applies before the watch shows either: the second's answer,
+	// until the watch shows another version than the one before both.
+	s.RememberApplied(getDeployment(g, s), deploymentAt("8", Digest{}), created)
+	s.RememberApplied(getDeployment(g, s), deploymentAt("9", Digest{}), changed)
+	g.Expect(getDeployment(g, s).ResourceVersion).To(Equal("9"))
+	g.Expect(*getDeployment(g, s).Digest).To(Equal(changed))
+	g.Expect(watch.Update(deploymentAt("9", changed))).To(Succeed())
+	s.seen(deploymentAt("9", changed))
+	g.Expect(s.applied).To(BeEmpty())
+
 	// A change whose object is deleted before the watch showed the change
 	// is gone: the record does not bring it back.
-	s.RememberApplied(getDeployment(g, s), deploymentAt("8", Digest{}), changed)
-	g.Expect(watch.Delete(deploymentAt("7", changed))).To(Succeed())
+	s.RememberApplied(getDeployment(g, s), deploymentAt("10", Digest{}), changed)
+	g.Expect(watch.Delete(deploymentAt("9", changed))).To(Succeed())
 	g.Expect(getDeployment(g, s)).To(BeNil())
 }
 
