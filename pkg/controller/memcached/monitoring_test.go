@@ -74,6 +74,8 @@ func TestMonitoringComesAndGoes(t *testing.T) {
 
 	// Another manager labels the ServiceMonitor: the label stays, and the
 	// operator sends nothing for it, then or at any later reconcile.
+	converged(t, m)
+	time.Sleep(time.Second) // the last event of the change above recorded
 	skipped := counterSum(t, "memcached_operator_applies_skipped_total", "kind", "ServiceMonitor")
 	mark := requests.Mark()
 	g.Expect(k8s.Apply(ctx, monitoringv1ac.ServiceMonitor("cache", ns).WithLabels(map[string]string{"team": "payments"}),

@@ -55,6 +55,9 @@ func TestNetworkPolicyComesAndGoes(t *testing.T) {
 
 	// Another manager labels it: the label stays, and the operator sends
 	// nothing for it, then or at a later reconcile.
+	// The clients' change written to the status and told in an event first.
+	converged(t, m)
+	time.Sleep(time.Second)
 	skipped := counterSum(t, "memcached_operator_applies_skipped_total", "kind", "NetworkPolicy")
 	mark := requests.Mark()
 	g.Expect(k8s.Apply(ctx, networkingv1ac.NetworkPolicy("cache", ns).WithLabels(map[string]string{"team": "payments"}),
