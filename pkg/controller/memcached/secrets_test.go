@@ -233,7 +233,7 @@ func TestCertificateTimeIsFollowedAsItPasses(t *testing.T) {
 	ca, err := testcerts.NewCA("ca")
 	g.Expect(err).NotTo(HaveOccurred())
 	// A certificate's times are whole seconds.
-	valid := time.Now().Truncate(time.Second).Add(8 * time.Second)
+	valid := time.Now().Truncate(time.Second).Add(15 * time.Second)
 	expires := valid.Add(36 * time.Second)
 	warns := expires.Add(-6 * time.Second)
 	p, err := ca.IssueValid("cache", testcerts.ServiceHosts(ns, "cache"), valid, expires)
