@@ -77,6 +77,10 @@ next:
 // NotWatch matches requests that are not watches (a watch stays open).
 func NotWatch(r Request) bool { return !r.Watch }
 
+// Wrote matches the requests that may have changed something: a write
+// the apiserver did not refuse.
+func Wrote(r Request) bool { return r.Method != http.MethodGet && r.Code < 400 }
+
 // PathContains matches requests whose path contains s.
 func PathContains(s string) func(Request) bool {
 	return func(r Request) bool { return strings.Contains(r.Path, s) }

@@ -175,7 +175,7 @@ func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, 
 			return out, err
 		}
 	}
-	if err := s.send(ctx, k, want); err != nil {
+	if err := s.send(ctx, k, want, current == nil); err != nil {
 		return out, err
 	}
 	// Apply wrote the apiserver's answer into want.
@@ -203,12 +203,25 @@ func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, 
 // send applies want, the object of kind k, under the operator's field
 // manager. The apiserver's refusal of want is a *refusedError; a namespace
 // being deleted is errMemcachedGone.
-func (s *scope) send(ctx context.Context, k ownedKind, want runtime.ApplyConfiguration) error {
+//
+// An apply that creates (the store knows no object of that name) takes no
+// field from another manager: should an object of that name exist after
+// all (made a moment ago, and not in the store's watch yet), the apiserver
+// answers with a conflict instead of handing it to the operator, and the
+// retry finds it in the store, not the operator's. Every other apply takes
+// back the fields the operator sets.
+func (s *scope) send(ctx context.Context, k ownedKind, want runtime.ApplyConfiguration, create bool) error {
 	m := s.m
 	log := ctrl.LoggerFrom(ctx)
 	log.Info("Applying object", "kind", k.kind)
-	err := s.Client.Apply(ctx, want, client.FieldOwner(owned.FieldManager), client.ForceOwnership)
+	opts := []client.ApplyOption{client.FieldOwner(owned.FieldManager)}
+	if !create {
+		opts = append(opts, client.ForceOwnership)
+	}
+	err := s.Client.Apply(ctx, want, opts...)
 	switch {
+	case create && apierrors.IsConflict(err):
+		return fmt.Errorf("creating %s %s: one of that name exists that the operator has not seen yet: %w", k.kind, m.Name, err)
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		// The namespace is going away, and the Memcached with it: nothing
 		// to create, and no status worth writing.
