@@ -106,9 +106,8 @@ func (s *scope) currentReportingForeign(ctx context.Context, k ownedKind) (*owne
 // name, or nil when none exists, from the store, without a request: the
 // store holds the operator's objects (labelled), as the operator's last
 // apply made them though its watch has not shown that yet, and the names
-// of all others. The
-// object is read from the apiserver, whole, only when it is the
-// Memcached's but lost the operator's label.
+// of all others. The object is read from the apiserver, whole, only when
+// it is the Memcached's but lost the operator's label.
 func (s *scope) current(ctx context.Context, k ownedKind) (*owned.Summary, error) {
 	key := client.ObjectKeyFromObject(s.m)
 	sum, found, err := s.Owned.Get(k.kind, key)
@@ -185,12 +184,10 @@ func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, 
 	}
 	out.obj = applied
 	out.changed = current == nil || applied.ResourceVersion != current.ResourceVersion
-	if out.changed {
-		s.Owned.RememberApplied(current, applied, wantDigest)
-	}
 	if !out.changed {
 		return out, s.learnNotKept(ctx, k, current, wantDigest, json.RawMessage(sent))
 	}
+	s.Owned.RememberApplied(current, applied, wantDigest)
 	if len(lostTo) > 0 {
 		driftCorrected.WithLabelValues(string(k.kind)).Inc()
 		s.Recorder.Eventf(m, applied, corev1.EventTypeNormal, eventDriftCorrected, "CorrectDrift",
