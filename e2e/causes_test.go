@@ -64,6 +64,18 @@ func TestCausesAreNamed(t *testing.T) {
 			fix(t, cfg, key, `{"spec":{"containerPort":11211}}`, 1)
 			return ctx
 		}).
+		Assess("an image without memcached", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// An image that exists but is not memcached's: the runtime
+			// cannot start the pods' command, whatever the restarts.
+			key := client.ObjectKey{Namespace: ns, Name: "not-memcached"}
+			spec := onRealNode(1)
+			spec.Image = localClientImage
+			create(t, cfg, key, spec)
+			cause(t, cfg, key, cachev1alpha1.ReasonContainerConfigInvalid, true,
+				"1 of 1 pods cannot start container memcached (StartError", "memcached", "check that spec.image")
+			fix(t, cfg, key, `{"spec":{"image":"`+localMemcachedImage+`"}}`, 1)
+			return ctx
+		}).
 		Assess("memcached killed for its memory", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			// memcached may hold 64 MiB of items in a container allowed
 			// 24 MiB: storing 40 MiB gets it OOM-killed.
@@ -264,6 +276,10 @@ func podSays(p corev1.Pod, reason string) bool {
 		}
 		switch {
 		case reason == cachev1alpha1.ReasonImagePullFailed && (waiting == "ErrImagePull" || waiting == "ImagePullBackOff"):
+			return true
+		case reason == cachev1alpha1.ReasonContainerConfigInvalid && (strings.HasPrefix(waiting, "CreateContainer") || waiting == "RunContainerError" ||
+			cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.Reason == "StartError" ||
+			cs.State.Terminated != nil && cs.State.Terminated.Reason == "StartError"):
 			return true
 		case reason == cachev1alpha1.ReasonContainerCrashing && (waiting == "CrashLoopBackOff" ||
 			cs.RestartCount > 0 && cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode != 0):

@@ -97,9 +97,10 @@ const (
 	// ImagePullBackOff, InvalidImageName): the message names the image and
 	// the kubelet's error.
 	ReasonImagePullFailed = "ImagePullFailed"
-	// ReasonContainerConfigInvalid: the kubelet cannot create a container
-	// of the pods (CreateContainerConfigError, CreateContainerError,
-	// RunContainerError).
+	// ReasonContainerConfigInvalid: the kubelet cannot create or start a
+	// container of the pods (CreateContainerConfigError,
+	// CreateContainerError, RunContainerError, or a run that ends in
+	// StartError, as with an image that has no memcached).
 	ReasonContainerConfigInvalid = "ContainerConfigInvalid"
 	// ReasonOOMKilled: a container of the pods was killed for using more
 	// memory than its limit.

@@ -92,7 +92,8 @@ func findingOf(p *owned.Pod) (podFinding, bool) {
 		switch {
 		case c.Waiting == "ErrImagePull" || c.Waiting == "ImagePullBackOff" || c.Waiting == "InvalidImageName" || c.Waiting == "ErrImageNeverPull":
 			consider(podFinding{reason: cachev1alpha1.ReasonImagePullFailed, container: c})
-		case c.Waiting == "CreateContainerConfigError" || c.Waiting == "CreateContainerError" || c.Waiting == "RunContainerError":
+		case c.Waiting == "CreateContainerConfigError" || c.Waiting == "CreateContainerError" || c.Waiting == "RunContainerError",
+			startFailures[c.Terminated]:
 			consider(podFinding{reason: cachev1alpha1.ReasonContainerConfigInvalid, container: c})
 		case c.Terminated == "OOMKilled":
 			consider(podFinding{reason: cachev1alpha1.ReasonOOMKilled, container: c})
@@ -102,6 +103,11 @@ func findingOf(p *owned.Pod) (podFinding, bool) {
 	}
 	return best, rank < len(problemRank)
 }
+
+// startFailures are the reasons a container's run ends with when the
+// runtime could not start its process at all (its command is not in the
+// image, say): not a crash of the program, and no restart mends it.
+var startFailures = map[string]bool{"StartError": true, "ContainerCannotRun": true}
 
 // explain says what the findings of one reason mean: how many pods, what
 // Kubernetes said, and what to change when it is one of the Memcached's
@@ -116,6 +122,15 @@ func explain(m *cachev1alpha1.Memcached, reason string, fs []podFinding) *podPro
 		p.message = fmt.Sprintf("%s cannot pull image %s for container %s (%s): %s", pods, c.Image, c.Name, c.Waiting, c.Message)
 		p.message = withHint(p.message, "check spec.image (or the operator's default image) and spec.imagePullSecrets")
 	case cachev1alpha1.ReasonContainerConfigInvalid:
+		if startFailures[c.Terminated] {
+			// The runtime could not run it (no memcached in the image):
+			// its words are the termination's, the waiting is a back-off.
+			p.message = fmt.Sprintf("%s cannot start container %s (%s, exit code %d%s): %s", pods, c.Name, c.Terminated, c.ExitCode, restarts(c), lastLine(c.TerminatedMessage))
+			if c.Name == desired.ContainerName {
+				p.message = withHint(p.message, "check that spec.image (or the operator's default image) is a memcached image: the pods run memcached from its PATH")
+			}
+			break
+		}
 		p.message = fmt.Sprintf("%s cannot start container %s (%s): %s", pods, c.Name, c.Waiting, c.Message)
 	case cachev1alpha1.ReasonOOMKilled:
 		p.message = fmt.Sprintf("Container %s of %s was killed for using more memory than its limit (OOMKilled, exit code %d%s)", c.Name, pods, c.ExitCode, restarts(c))

@@ -42,10 +42,12 @@ func waiting(reason, message string, restarts int32, last *corev1.ContainerState
 }
 
 var (
-	pullFailed   = waiting("ImagePullBackOff", `Back-off pulling image "localhost/memcached:nope"`, 0, nil)
-	crashing     = waiting("CrashLoopBackOff", "back-off 20s restarting failed container", 3, &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 71, Message: "starting\nfailed to listen on TCP port 11211: Address in use\n"})
-	oomKilled    = waiting("CrashLoopBackOff", "back-off 10s restarting failed container", 2, &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137})
-	configError  = waiting("CreateContainerConfigError", `secret "cache-tls" not found`, 0, nil)
+	pullFailed  = waiting("ImagePullBackOff", `Back-off pulling image "localhost/memcached:nope"`, 0, nil)
+	crashing    = waiting("CrashLoopBackOff", "back-off 20s restarting failed container", 3, &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 71, Message: "starting\nfailed to listen on TCP port 11211: Address in use\n"})
+	oomKilled   = waiting("CrashLoopBackOff", "back-off 10s restarting failed container", 2, &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137})
+	configError = waiting("CreateContainerConfigError", `secret "cache-tls" not found`, 0, nil)
+	startError  = waiting("CrashLoopBackOff", "back-off 10s restarting failed container", 1, &corev1.ContainerStateTerminated{Reason: "StartError", ExitCode: 128,
+		Message: `failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: "memcached": executable file not found in $PATH: unknown`})
 	starting     = waiting("ContainerCreating", "", 0, nil)
 	unschedulabl = corev1.PodStatus{Conditions: []corev1.PodCondition{{
 		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
@@ -80,6 +82,8 @@ func TestPodProblemsAreNamed(t *testing.T) {
 			cachev1alpha1.ReasonOOMKilled, true, []string{"OOMKilled", "exit code 137", "memoryLimitMiB (64) is not below resources.limits.memory (48Mi)"}, kstatus.FailedStatus},
 		{"container config", mc(3), Observation{Deployment: none, Pods: []*owned.Pod{pod("a", configError)}},
 			cachev1alpha1.ReasonContainerConfigInvalid, true, []string{"CreateContainerConfigError", `secret "cache-tls" not found`}, kstatus.FailedStatus},
+		{"no memcached in the image", mc(3), Observation{Deployment: none, Pods: []*owned.Pod{pod("a", startError), pod("b", startError)}},
+			cachev1alpha1.ReasonContainerConfigInvalid, true, []string{"2 of 3 pods cannot start container memcached (StartError, exit code 128, restarted once)", `exec: "memcached": executable file not found in $PATH`, "spec.image"}, kstatus.FailedStatus},
 		{"unschedulable", mc(3), Observation{Deployment: none, Pods: []*owned.Pod{pod("a", unschedulabl), pod("b", unschedulabl), pod("c", unschedulabl)}},
 			cachev1alpha1.ReasonPodsUnschedulable, false, []string{"3 of 3 pods cannot be scheduled", "Insufficient cpu"}, kstatus.InProgressStatus},
 		{"quota", mc(3), Observation{Deployment: deployment(3, 0, 0, 0, 2, availableFalse, quota)},
