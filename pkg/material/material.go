@@ -118,7 +118,11 @@ func CertificateOf(leaf *x509.Certificate) *Certificate {
 }
 
 // ServingPair is the first certificate of crt when crt and key are a
-// certificate chain and its key; otherwise why not.
+// certificate chain and its key; otherwise why not. Every certificate of
+// the chain is parsed, as memcached's OpenSSL does (a truncated
+// intermediate stops memcached from starting, and fails refresh_certs),
+// and each must have signed the one before it, or clients that verify the
+// chain refuse it while memcached serves it.
 func ServingPair(crt, key []byte) (*x509.Certificate, error) {
 	if len(crt) == 0 || len(key) == 0 {
 		return nil, errors.New("no certificate and key")
@@ -127,11 +131,19 @@ func ServingPair(crt, key []byte) (*x509.Certificate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s and %s are not a certificate chain and its key: %w", CertKey, KeyKey, err)
 	}
-	leaf, err := x509.ParseCertificate(pair.Certificate[0])
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", CertKey, err)
+	chain := make([]*x509.Certificate, len(pair.Certificate))
+	for i, der := range pair.Certificate {
+		if chain[i], err = x509.ParseCertificate(der); err != nil {
+			return nil, fmt.Errorf("certificate %d of %d in %s: %w", i+1, len(chain), CertKey, err)
+		}
 	}
-	return leaf, nil
+	for i := 1; i < len(chain); i++ {
+		if err := chain[i-1].CheckSignatureFrom(chain[i]); err != nil {
+			return nil, fmt.Errorf("certificate %d of %d in %s (%s) did not sign the one before it (%s): clients cannot verify the chain: %w",
+				i+1, len(chain), CertKey, chain[i].Subject, chain[i-1].Subject, err)
+		}
+	}
+	return chain[0], nil
 }
 
 // CAPool holds the certificates of a PEM bundle; an error when it holds

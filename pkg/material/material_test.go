@@ -1,6 +1,7 @@
 package material
 
 import (
+	"encoding/pem"
 	"strings"
 	"testing"
 	"time"
@@ -119,12 +120,32 @@ func TestFitRefusesWhatMemcachedCannotLoad(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	other, err := ca.IssueForService("ns", "cache")
 	g.Expect(err).NotTo(HaveOccurred())
+	inter, err := ca.Intermediate("intermediate")
+	g.Expect(err).NotTo(HaveOccurred())
+	viaInter, err := inter.IssueForService("ns", "cache")
+	g.Expect(err).NotTo(HaveOccurred())
+	chain := append(append([]byte{}, viaInter.Cert...), inter.PEM...)
+	// The intermediate cut short by 20 bytes, still well-formed PEM:
+	// memcached 1.6.18 refuses to start with it ("Error loading the
+	// certificate chain ... too long").
+	block, _ := pem.Decode(inter.PEM)
+	cut := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: block.Bytes[:len(block.Bytes)-20]})
+	truncated := append(append([]byte{}, viaInter.Cert...), cut...)
+	// An intermediate that did not sign the certificate: memcached serves
+	// it, and clients cannot verify it.
+	unrelated := append(append([]byte{}, viaInter.Cert...), ca.PEM...)
+	reversed := append(append([]byte{}, inter.PEM...), viaInter.Cert...)
 	now := time.Now()
 	tests := []struct {
 		name          string
 		crt, key, cas []byte
 		problem       string
 	}{
+		{"fit, a chain through an intermediate", chain, viaInter.Key, ca.PEM, ""},
+		{"fit, the chain and its root", append(append([]byte{}, chain...), ca.PEM...), viaInter.Key, ca.PEM, ""},
+		{"a truncated intermediate", truncated, viaInter.Key, ca.PEM, "certificate 2 of 2 in tls.crt: x509: malformed"},
+		{"an intermediate that did not sign it", unrelated, viaInter.Key, ca.PEM, "certificate 2 of 2 in tls.crt (CN=ca) did not sign the one before it (CN=cache)"},
+		{"the chain in the wrong order", reversed, viaInter.Key, ca.PEM, "not a certificate chain and its key"},
 		{"fit, without a CA", p.Cert, p.Key, nil, ""},
 		{"fit, with a CA", p.Cert, p.Key, ca.PEM, ""},
 		{"another certificate's key", p.Cert, other.Key, nil, "are not a certificate chain and its key"},

@@ -27,7 +27,14 @@ type CA struct {
 }
 
 // NewCA makes a self-signed CA named cn.
-func NewCA(cn string) (*CA, error) {
+func NewCA(cn string) (*CA, error) { return newCA(cn, nil) }
+
+// Intermediate makes a CA named cn that ca signs.
+func (ca *CA) Intermediate(cn string) (*CA, error) { return newCA(cn, ca) }
+
+// newCA makes a CA named cn, signed by parent, or by itself when parent is
+// nil.
+func newCA(cn string, parent *CA) (*CA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -41,7 +48,11 @@ func NewCA(cn string) (*CA, error) {
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	signer, signerKey := tmpl, key
+	if parent != nil {
+		signer, signerKey = parent.cert, parent.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signerKey)
 	if err != nil {
 		return nil, err
 	}
