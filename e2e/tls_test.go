@@ -121,7 +121,10 @@ func clientTLS(ca *testcerts.CA, key client.ObjectKey, pair *testcerts.Pair) *tl
 		if err != nil {
 			panic(err)
 		}
-		conf.Certificates = []tls.Certificate{cert}
+		// Presented whatever CAs memcached says it accepts (Go's client
+		// sends none of another CA otherwise): a client holding a
+		// certificate of a CA memcached should not trust would.
+		conf.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }
 	}
 	return conf
 }
@@ -529,6 +532,81 @@ func TestAFailedReloadRestartsThePods(t *testing.T) {
 				g.Expect(podStarts(ctx, t, c, key())).To(Equal(pods), "no pod restarted again")
 			}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
 			events(t, cfg, key(), cachev1alpha1.ReasonReloadFailed)
+			return ctx
+		}).
+		Feature()
+	testenv.Test(t, f)
+}
+
+// A CA taken out of ca.crt is no longer trusted: memcached's refresh_certs
+// cannot remove a CA, so the reloader does not reload it in place and the
+// pods restart; afterwards a client certificate of the removed CA is
+// refused on every pod, and one of the new CA gets in.
+func TestARemovedCAIsNoLongerTrusted(t *testing.T) {
+	var ns string
+	var oldCA *testcerts.CA
+	const size = 2
+	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "ca-rotation"} }
+	f := features.New("a CA removed from ca.crt stops being trusted").WithLabel("needs", "containers").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			ns = namespace(t, cfg, "ca-removed")
+			oldCA = tlsSecret(ctx, t, kube(t, cfg), key())
+			spec := onRealNode(size)
+			spec.TLS = &cachev1alpha1.TLSSpec{SecretName: "ca-rotation-tls", ClientCertificates: cachev1alpha1.ClientCertificatesRequire}
+			runningMemcached(t, cfg, key(), spec)
+			return ctx
+		}).
+		Assess("the pods restart, and the old CA's clients are refused", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			oldClient, err := oldCA.Issue("app", nil, x509.ExtKeyUsageClientAuth)
+			g.Expect(err).NotTo(HaveOccurred())
+			addrs, err := readyPodAddresses(ctx, c, key())
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, addr := range addrs {
+				out, err := session{tls: clientTLS(oldCA, key(), &oldClient)}.run(addr, "version")
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(out).To(HavePrefix("VERSION"), "the old CA's client before the rotation, on %s", addr)
+			}
+			before := podStarts(ctx, t, c, key())
+
+			newCA, err := testcerts.NewCA("new-ca")
+			g.Expect(err).NotTo(HaveOccurred())
+			server, err := newCA.IssueForService(ns, key().Name)
+			g.Expect(err).NotTo(HaveOccurred())
+			newClient, err := newCA.Issue("app", nil, x509.ExtKeyUsageClientAuth)
+			g.Expect(err).NotTo(HaveOccurred())
+			secret := &corev1.Secret{}
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ca-rotation-tls"}, secret)).To(Succeed())
+			secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey], secret.Data["ca.crt"] = server.Cert, server.Key, newCA.PEM
+			g.Expect(c.Update(ctx, secret)).To(Succeed())
+
+			events(t, cfg, key(), cachev1alpha1.ReasonReloadFailed)
+			list := &eventsv1.EventList{}
+			g.Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			for _, e := range list.Items {
+				if e.Reason == cachev1alpha1.ReasonReloadFailed {
+					t.Logf("event: %s", e.Note)
+					g.Expect(e.Note).To(ContainSubstring("ca.crt no longer holds CN=" + key().Name + "-ca"))
+				}
+			}
+			g.Eventually(func(g Gomega) {
+				converged(t, c, key(), size)
+				now := podStarts(ctx, t, c, key())
+				g.Expect(now).To(HaveLen(size))
+				for name := range now {
+					g.Expect(before).NotTo(HaveKey(name), "pod %s replaced", name)
+				}
+				addrs, err := readyPodAddresses(ctx, c, key())
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(addrs).To(HaveLen(size))
+				for _, addr := range addrs {
+					out, err := session{tls: clientTLS(newCA, key(), &newClient)}.run(addr, "version")
+					g.Expect(err).NotTo(HaveOccurred())
+					g.Expect(out).To(HavePrefix("VERSION"), "the new CA's client on %s", addr)
+					out, _ = session{tls: clientTLS(newCA, key(), &oldClient)}.run(addr, "version")
+					g.Expect(out).NotTo(ContainSubstring("VERSION"), "the removed CA's client on %s", addr)
+				}
+			}).WithTimeout(2 * timeout).WithPolling(time.Second).Should(Succeed())
 			return ctx
 		}).
 		Feature()

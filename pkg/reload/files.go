@@ -71,3 +71,34 @@ func leaf(chain []byte) (*x509.Certificate, error) {
 func describe(c *x509.Certificate) string {
 	return fmt.Sprintf("certificate serial %s (not after %s)", c.SerialNumber, c.NotAfter.UTC().Format(time.RFC3339))
 }
+
+// removedCAs names the certificates of the CA bundle was that the bundle
+// now does not hold.
+func removedCAs(was, now []byte) []string {
+	kept := map[string]bool{}
+	for _, c := range certificates(now) {
+		kept[string(c.Raw)] = true
+	}
+	var gone []string
+	for _, c := range certificates(was) {
+		if !kept[string(c.Raw)] {
+			gone = append(gone, c.Subject.String())
+		}
+	}
+	return gone
+}
+
+// certificates are the certificates of a PEM bundle that parse.
+func certificates(bundle []byte) []*x509.Certificate {
+	var out []*x509.Certificate
+	for {
+		var block *pem.Block
+		block, bundle = pem.Decode(bundle)
+		if block == nil {
+			return out
+		}
+		if c, err := x509.ParseCertificate(block.Bytes); block.Type == "CERTIFICATE" && err == nil {
+			out = append(out, c)
+		}
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/example/memcached-operator/pkg/material"
@@ -154,6 +155,13 @@ func (r *Reloader) Check(ctx context.Context) error {
 			r.refused = now.tlsDigest()
 			r.c.Log.Warn("the mounted certificate is not fit to serve; memcached keeps the one it has", "error", err.Error())
 			return nil
+		}
+		if gone := removedCAs(r.loaded.ca, now.ca); r.c.ClientCertificate && len(gone) > 0 {
+			// memcached 1.6's refresh_certs adds ca.crt's certificates to
+			// those it trusts and never removes one: a client of a CA
+			// taken out would still get in. Only a new process forgets it.
+			return &Failure{What: "certificate", Err: fmt.Errorf("%s no longer holds %s, and refresh_certs cannot make memcached stop trusting a CA: the pods must restart",
+				material.CAKey, strings.Join(gone, ", "))}
 		}
 		start := time.Now()
 		leaf, err := r.reloadTLS(ctx, now)

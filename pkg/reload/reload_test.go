@@ -134,7 +134,9 @@ func client(t *testing.T, addr string, useTLS bool, pair *testcerts.Pair, login 
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.Certificates = []tls.Certificate{kp}
+			// Presented whatever CAs memcached says it accepts, as a
+			// client with a certificate of a CA taken out would.
+			cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &kp, nil }
 		}
 		conn, err = tls.Dial("tcp", addr, cfg)
 	} else {
@@ -275,7 +277,8 @@ func TestANewAuthenticationFileIsReadWithoutARestart(t *testing.T) {
 }
 
 // With TLS, authentication and client certificates together, both Secrets
-// change at once, to a new CA too: the reloader logs in with what memcached
+// change at once, to a certificate of a new CA that ca.crt adds (the first
+// step of a CA's rotation): the reloader logs in with what memcached
 // loaded, and presents the new certificate only once memcached trusts it.
 // A certificate whose key is not its own is never sent to memcached, which
 // would then fail every handshake: memcached keeps serving the one it has.
@@ -368,7 +371,7 @@ func TestBothSecretsChangeAtOnceWithClientCertificates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writePair(t, dir, second, ca2.PEM)
+	writePair(t, dir, second, append(append([]byte{}, ca1.PEM...), ca2.PEM...))
 	write(t, dir, "authfile", []byte("bob:two\n"))
 	if err := r.Check(context.Background()); err != nil {
 		t.Fatalf("reloading: %v", err)
@@ -419,5 +422,50 @@ func TestAReloadThatCannotBeConfirmedFails(t *testing.T) {
 	err = r.Check(context.Background())
 	if !errors.As(err, &f) || f.What != "authentication file" || !strings.Contains(err.Error(), "still refuses user bob") {
 		t.Fatalf("want a Failure of the authentication file naming bob, got %v", err)
+	}
+}
+
+// memcached 1.6.18's refresh_certs adds the CAs of ca.crt to those it
+// trusts and removes none: a client certificate of a CA taken out of
+// ca.crt still gets in. So a ca.crt that drops a CA is not reloaded in
+// place: the reloader fails, naming the CA, and the pods restart.
+func TestARemovedCAIsNotReloadedInPlace(t *testing.T) {
+	dir := filesDir(t)
+	ca1, ca2 := newCA(t, "ca1"), newCA(t, "ca2")
+	first, second := issue(t, ca1, "first"), issue(t, ca2, "second")
+	both := append(append([]byte{}, ca1.PEM...), ca2.PEM...)
+	writePair(t, dir, first, both)
+	args := []string{"--enable-ssl", "--extended=ssl_chain_cert=" + filepath.Join(dir, material.CertKey) + ",ssl_key=" + filepath.Join(dir, material.KeyKey) +
+		",ssl_ca_cert=" + filepath.Join(dir, material.CAKey) + ",ssl_verify_mode=2"}
+
+	t.Run("memcached keeps trusting a CA that refresh_certs no longer reads", func(t *testing.T) {
+		m := startMemcached(t, dir, args...)
+		writePair(t, dir, second, ca2.PEM)
+		conn, rd := client(t, m.addr, true, &second, "")
+		if got := roundTrip(t, conn, rd, "refresh_certs\r\n"); got != "OK" {
+			t.Fatalf("refresh_certs: %q", got)
+		}
+		// A new connection with the removed CA's certificate.
+		conn, rd = client(t, m.addr, true, &first, "")
+		if got := roundTrip(t, conn, rd, "version\r\n"); !strings.HasPrefix(got, "VERSION") {
+			t.Fatalf("memcached refused a client of the removed CA (%q): the reloader's restart is no longer needed", got)
+		}
+	})
+
+	writePair(t, dir, first, both)
+	m := startMemcached(t, dir, args...)
+	r, err := reload.New(reload.Config{Address: m.addr, TLSDir: dir, ClientCertificate: true, Timeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePair(t, dir, second, ca2.PEM)
+	err = r.Check(context.Background())
+	var f *reload.Failure
+	if !errors.As(err, &f) || f.What != "certificate" || !strings.Contains(err.Error(), "ca.crt no longer holds CN=ca1") {
+		t.Fatalf("want a Failure naming the removed CA, got %v", err)
+	}
+	t.Logf("the failure reads: %v", err)
+	if got, want := servedSerial(t, m.addr, &first), serialOf(t, first); got != want {
+		t.Errorf("memcached serves serial %s, want the one it had, %s: nothing is sent before the restart", got, want)
 	}
 }
