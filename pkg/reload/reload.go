@@ -77,8 +77,11 @@ type Reloader struct {
 	// loaded is what memcached was last seen (or assumed at start) to use.
 	loaded files
 	// refused is the digest of the TLS files last found unfit, not sent to
-	// memcached: told once, not every Interval.
-	refused string
+	// memcached: told once, not every Interval; until refusedUntil when it
+	// is not zero, the moment a certificate not valid yet becomes valid,
+	// when they are looked at again.
+	refused      string
+	refusedUntil time.Time
 }
 
 // New returns a Reloader that takes the files mounted now as those
@@ -147,12 +150,20 @@ func (r *Reloader) Check(ctx context.Context) error {
 		r.loaded.auth = now.auth
 		r.c.Log.Info("memcached loaded the new authentication file", "took", time.Since(start).String())
 	}
+	if r.refused != "" && !r.refusedUntil.IsZero() && !time.Now().Before(r.refusedUntil) {
+		r.refused, r.refusedUntil = "", time.Time{}
+	}
 	if r.c.TLSDir != "" && now.tlsDigest() != r.loaded.tlsDigest() && now.tlsDigest() != r.refused {
 		// memcached 1.6.18 given a key that is not its certificate's on
 		// refresh_certs fails every handshake after: unfit files are never
 		// sent. The operator reports the Secret as invalid.
-		if _, err := material.Fit(now.cert, now.key, now.ca, r.c.ServerName, time.Now()); err != nil {
-			r.refused = now.tlsDigest()
+		at := time.Now()
+		if c, err := material.Fit(now.cert, now.key, now.ca, r.c.ServerName, at); err != nil {
+			r.refused, r.refusedUntil = now.tlsDigest(), time.Time{}
+			if c != nil && at.Before(c.NotBefore) {
+				// Fit once valid, unless something else is wrong then.
+				r.refusedUntil = c.NotBefore
+			}
 			r.c.Log.Warn("the mounted certificate is not fit to serve; memcached keeps the one it has", "error", err.Error())
 			return nil
 		}

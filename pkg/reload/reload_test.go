@@ -469,3 +469,37 @@ func TestARemovedCAIsNotReloadedInPlace(t *testing.T) {
 		t.Errorf("memcached serves serial %s, want the one it had, %s: nothing is sent before the restart", got, want)
 	}
 }
+
+// A certificate not valid yet is not sent, and is loaded once it becomes
+// valid, without a new change of the files.
+func TestACertificateIsLoadedWhenItBecomesValid(t *testing.T) {
+	dir := filesDir(t)
+	ca := newCA(t, "ca")
+	first := issue(t, ca, "first")
+	writePair(t, dir, first, nil)
+	m := startMemcached(t, dir, "--enable-ssl", "--extended=ssl_chain_cert="+filepath.Join(dir, material.CertKey)+",ssl_key="+filepath.Join(dir, material.KeyKey))
+	r, err := reload.New(reload.Config{Address: m.addr, TLSDir: dir, ServerName: "memcached.test.svc", Timeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// x509 times have a resolution of a second.
+	from := time.Now().Add(3 * time.Second).Truncate(time.Second)
+	future, err := ca.IssueValid("future", []string{"memcached.test.svc"}, from, from.Add(48*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePair(t, dir, future, nil)
+	if err := r.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := servedSerial(t, m.addr, nil), serialOf(t, first); got != want {
+		t.Fatalf("before it is valid: memcached serves serial %s, want the one it had, %s", got, want)
+	}
+	time.Sleep(time.Until(from))
+	if err := r.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := servedSerial(t, m.addr, nil), serialOf(t, future); got != want {
+		t.Errorf("once it is valid: memcached serves serial %s, want the new %s", got, want)
+	}
+}
