@@ -55,9 +55,21 @@ func (c *Certificate) Check(now time.Time, host string) error {
 		for _, ip := range c.IPAddresses {
 			names = append(names, ip.String())
 		}
-		return fmt.Errorf("the certificate in %s does not name %s, the Service's name that clients verify (it names %s)", CertKey, host, strings.Join(names, ", "))
+		return fmt.Errorf("the certificate in %s does not name %s, the Service's name that clients verify (it names %s)", CertKey, host, someOf(names))
 	}
 	return nil
+}
+
+// namesShown bounds how many of a certificate's names a message lists: a
+// certificate may carry thousands, and a condition's message is bounded.
+const namesShown = 5
+
+// someOf lists the first namesShown of names, and how many more there are.
+func someOf(names []string) string {
+	if len(names) <= namesShown {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:namesShown], ", "), len(names)-namesShown)
 }
 
 // checkTime tells whether c is valid at now, and if not, why.

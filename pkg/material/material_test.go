@@ -2,6 +2,7 @@ package material
 
 import (
 	"encoding/pem"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,10 @@ func TestServingCertificateIsCheckedForTimeAndName(t *testing.T) {
 		return err
 	}
 	day := 24 * time.Hour
+	var manyNames []string
+	for i := range 1000 {
+		manyNames = append(manyNames, fmt.Sprintf("n%d.ns.svc", i))
+	}
 	tests := []struct {
 		name     string
 		hosts    []string
@@ -81,6 +86,7 @@ func TestServingCertificateIsCheckedForTimeAndName(t *testing.T) {
 		{"another Service's name", testcerts.ServiceHosts("ns", "other"), now.Add(-day), now.Add(90 * day), "does not name cache.ns.svc, the Service's name that clients verify (it names other.ns.svc, other.ns.svc.cluster.local)"},
 		{"the cluster domain's name only", []string{"cache.ns.svc.cluster.local"}, now.Add(-day), now.Add(90 * day), "does not name cache.ns.svc"},
 		{"an IP address only", []string{"10.0.0.1"}, now.Add(-day), now.Add(90 * day), "(it names 10.0.0.1)"},
+		{"many other names", manyNames, now.Add(-day), now.Add(90 * day), "(it names n0.ns.svc, n1.ns.svc, n2.ns.svc, n3.ns.svc, n4.ns.svc and 995 more)"},
 	}
 	for _, tt := range tests {
 		err := fit(tt.hosts, tt.from, tt.to)

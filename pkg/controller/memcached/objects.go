@@ -280,9 +280,9 @@ func (s *scope) learnNotKept(ctx context.Context, k ownedKind, current *owned.Su
 	}
 	ctrl.LoggerFrom(ctx).Info("The apiserver keeps the object otherwise than applied", "kind", k.kind, "fieldsNotKept", fields)
 	fieldsNotKept.WithLabelValues(string(k.kind)).Inc()
-	s.Recorder.Eventf(s.m, current, corev1.EventTypeWarning, eventFieldsNotKept, "Apply", "%s",
-		eventNote(fmt.Sprintf("The apiserver did not keep fields the operator set on %s %s as set; they have no effect in this cluster, whose Kubernetes version does not serve them or has their feature gate off: %s",
-			k.kind, current.Name, strings.Join(fields, ", "))))
+	s.Recorder.Eventf(s.m, current, corev1.EventTypeWarning, eventFieldsNotKept, "Apply",
+		"The apiserver did not keep fields the operator set on %s %s as set; they have no effect in this cluster, whose Kubernetes version does not serve them or has their feature gate off: %s",
+		k.kind, current.Name, strings.Join(fields, ", "))
 	return nil
 }
 

@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -124,7 +126,7 @@ func (s *scope) recordStatusEvents() {
 	key := client.ObjectKeyFromObject(m)
 	if reason, message, ok := status.PodProblem(m, obs); ok {
 		if was, told := s.toldPodProblems.Swap(key, reason); !told || was != reason {
-			s.Recorder.Eventf(m, obs.Deployment, corev1.EventTypeWarning, reason, "Observe", "%s", eventNote(message))
+			s.Recorder.Eventf(m, obs.Deployment, corev1.EventTypeWarning, reason, "Observe", "%s", message)
 		}
 	} else {
 		s.toldPodProblems.Delete(key)
@@ -169,6 +171,15 @@ func (s *scope) recordReports() {
 	note := strings.Join(notes, "; ")
 	note = strings.ToUpper(note[:1]) + note[1:]
 	s.Recorder.Eventf(s.m, first.obj, corev1.EventTypeNormal, first.reason, eventActions[first.reason], "%s", note)
+}
+
+// boundedNotes records events whose notes are cut to what the events API
+// accepts (eventNote), whatever they quote: a pod's termination message, an
+// apiserver's error, a Secret's names.
+type boundedNotes struct{ events.EventRecorder }
+
+func (r boundedNotes) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	r.EventRecorder.Eventf(regarding, related, eventtype, reason, action, "%s", eventNote(fmt.Sprintf(note, args...)))
 }
 
 // maxEventNote is the longest note the events API accepts, in bytes.

@@ -89,7 +89,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Client:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
 		Owned:            store,
-		Recorder:         mgr.GetEventRecorder("memcached-operator"),
+		Recorder:         boundedNotes{mgr.GetEventRecorder("memcached-operator")},
 		Schemas:          schemas,
 		Images:           o.Images,
 		Secrets:          watcher,
