@@ -479,28 +479,13 @@ func TestAFailedReloadRestartsThePods(t *testing.T) {
 			}).WithTimeout(4*time.Minute).WithPolling(time.Second).Should(Succeed(), "the operator restarts the pods")
 			t.Logf("restart asked for %s after the Secret's update", time.Since(start).Round(time.Second))
 			events(t, cfg, key(), cachev1alpha1.ReasonReloadFailed)
-			list := &eventsv1.EventList{}
-			g.Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
-			for _, e := range list.Items {
-				if e.Reason == cachev1alpha1.ReasonReloadFailed {
-					t.Logf("event: %s", e.Note)
-					g.Expect(e.Note).To(ContainSubstring("could not load the new Secret content in place"))
-					g.Expect(e.Note).To(ContainSubstring("memcached did not load the new certificate"))
-				}
-			}
+			reloadFailedSays(ctx, t, c, ns, "could not load the new Secret content in place", "memcached did not load the new certificate")
 
 			// Every pod replaced, the new certificate served.
 			foreignLeaf, err := tls.X509KeyPair(foreign.Cert, foreign.Key)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Eventually(func(g Gomega) {
-				converged(t, c, key(), size)
-				now := podStarts(ctx, t, c, key())
-				g.Expect(now).To(HaveLen(size))
-				for name := range now {
-					g.Expect(before).NotTo(HaveKey(name), "pod %s replaced", name)
-				}
-				addrs, err := readyPodAddresses(ctx, c, key())
-				g.Expect(err).NotTo(HaveOccurred())
+				addrs := replacedAddresses(ctx, g, t, c, key(), size, before)
 				for _, addr := range addrs {
 					conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // reads the served certificate
 					g.Expect(err).NotTo(HaveOccurred(), "a TLS 1.3 handshake completes before memcached asks for the client certificate")
@@ -581,23 +566,9 @@ func TestARemovedCAIsNoLongerTrusted(t *testing.T) {
 			g.Expect(c.Update(ctx, secret)).To(Succeed())
 
 			events(t, cfg, key(), cachev1alpha1.ReasonReloadFailed)
-			list := &eventsv1.EventList{}
-			g.Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
-			for _, e := range list.Items {
-				if e.Reason == cachev1alpha1.ReasonReloadFailed {
-					t.Logf("event: %s", e.Note)
-					g.Expect(e.Note).To(ContainSubstring("ca.crt no longer holds CN=" + key().Name + "-ca"))
-				}
-			}
+			reloadFailedSays(ctx, t, c, ns, "ca.crt no longer holds CN="+key().Name+"-ca")
 			g.Eventually(func(g Gomega) {
-				converged(t, c, key(), size)
-				now := podStarts(ctx, t, c, key())
-				g.Expect(now).To(HaveLen(size))
-				for name := range now {
-					g.Expect(before).NotTo(HaveKey(name), "pod %s replaced", name)
-				}
-				addrs, err := readyPodAddresses(ctx, c, key())
-				g.Expect(err).NotTo(HaveOccurred())
+				addrs := replacedAddresses(ctx, g, t, c, key(), size, before)
 				g.Expect(addrs).To(HaveLen(size))
 				for _, addr := range addrs {
 					out, err := session{tls: clientTLS(newCA, key(), &newClient)}.run(addr, "version")
@@ -611,6 +582,38 @@ func TestARemovedCAIsNoLongerTrusted(t *testing.T) {
 		}).
 		Feature()
 	testenv.Test(t, f)
+}
+
+// reloadFailedSays checks that every ReloadFailed event of namespace ns
+// says each of says.
+func reloadFailedSays(ctx context.Context, t *testing.T, c client.Client, ns string, says ...string) {
+	t.Helper()
+	g := NewWithT(t)
+	list := &eventsv1.EventList{}
+	g.Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	for _, e := range list.Items {
+		if e.Reason == cachev1alpha1.ReasonReloadFailed {
+			t.Logf("event: %s", e.Note)
+			for _, s := range says {
+				g.Expect(e.Note).To(ContainSubstring(s))
+			}
+		}
+	}
+}
+
+// replacedAddresses is, for an Eventually, the addresses of the Memcached
+// key's ready pods once it has converged with size pods, none of them one
+// of before.
+func replacedAddresses(ctx context.Context, g Gomega, t *testing.T, c client.Client, key client.ObjectKey, size int32, before map[string]string) []string {
+	converged(t, c, key, size)
+	now := podStarts(ctx, t, c, key)
+	g.Expect(now).To(HaveLen(int(size)))
+	for name := range now {
+		g.Expect(before).NotTo(HaveKey(name), "pod %s replaced", name)
+	}
+	addrs, err := readyPodAddresses(ctx, c, key)
+	g.Expect(err).NotTo(HaveOccurred())
+	return addrs
 }
 
 // With TLS and client certificates required, the exporter scrapes memcached

@@ -309,19 +309,27 @@ func TestUnfitFilesAreNotSent(t *testing.T) {
 	}
 }
 
-// An expired certificate, one not valid yet, and one without the name
-// clients verify are not sent either: memcached keeps serving the one it
-// has, and the next fit certificate is loaded.
-func TestCertificatesClientsWouldRefuseAreNotSent(t *testing.T) {
-	dir := filesDir(t)
-	ca := newCA(t, "ca")
-	first := issue(t, ca, "first")
+// servingFirst runs memcached with TLS, serving the certificate first of
+// ca from dir, and a reloader of dir that checks the name clients verify.
+func servingFirst(t *testing.T) (dir string, ca *testcerts.CA, first testcerts.Pair, m *server, r *reload.Reloader) {
+	t.Helper()
+	dir = filesDir(t)
+	ca = newCA(t, "ca")
+	first = issue(t, ca, "first")
 	writePair(t, dir, first, nil)
-	m := startMemcached(t, dir, "--enable-ssl", "--extended=ssl_chain_cert="+filepath.Join(dir, material.CertKey)+",ssl_key="+filepath.Join(dir, material.KeyKey))
+	m = startMemcached(t, dir, "--enable-ssl", "--extended=ssl_chain_cert="+filepath.Join(dir, material.CertKey)+",ssl_key="+filepath.Join(dir, material.KeyKey))
 	r, err := reload.New(reload.Config{Address: m.addr, TLSDir: dir, ServerName: "memcached.test.svc", Timeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, ca, first, m, r
+}
+
+// An expired certificate, one not valid yet, and one without the name
+// clients verify are not sent either: memcached keeps serving the one it
+// has, and the next fit certificate is loaded.
+func TestCertificatesClientsWouldRefuseAreNotSent(t *testing.T) {
+	dir, ca, first, m, r := servingFirst(t)
 	now := time.Now()
 	valid := func(cn string, hosts []string, from, to time.Time) testcerts.Pair {
 		p, err := ca.IssueValid(cn, hosts, from, to)
@@ -473,15 +481,7 @@ func TestARemovedCAIsNotReloadedInPlace(t *testing.T) {
 // A certificate not valid yet is not sent, and is loaded once it becomes
 // valid, without a new change of the files.
 func TestACertificateIsLoadedWhenItBecomesValid(t *testing.T) {
-	dir := filesDir(t)
-	ca := newCA(t, "ca")
-	first := issue(t, ca, "first")
-	writePair(t, dir, first, nil)
-	m := startMemcached(t, dir, "--enable-ssl", "--extended=ssl_chain_cert="+filepath.Join(dir, material.CertKey)+",ssl_key="+filepath.Join(dir, material.KeyKey))
-	r, err := reload.New(reload.Config{Address: m.addr, TLSDir: dir, ServerName: "memcached.test.svc", Timeout: 3 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, ca, first, m, r := servingFirst(t)
 	// x509 times have a resolution of a second.
 	from := time.Now().Add(3 * time.Second).Truncate(time.Second)
 	future, err := ca.IssueValid("future", []string{"memcached.test.svc"}, from, from.Add(48*time.Hour))
