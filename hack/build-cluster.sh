@@ -26,21 +26,45 @@ kube_ldflags="$(version_ldflags "${KUBE_VERSION}" "${KUBE_MINOR}")"
 kubectl_ldflags="$(version_ldflags "${DEFAULT_KUBE_VERSION}" "${DEFAULT_KUBE_MINOR}")"
 kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${DEFAULT_KUBE_VERSION#v}"
 
-# build BIN_DIR NAME MODULE_DIR PACKAGE LDFLAGS
+# build BIN_DIR MODULE_DIR LDFLAGS NAME=PACKAGE...: builds, from the tools
+# module MODULE_DIR, each program NAME whose stamp says it is stale. The
+# stale ones are built by one go command: the packages they share are
+# compiled once, and while one program links the other core compiles.
 build() {
-  local bin_dir="$1" name="$2" dir="${ROOT}/hack/tools/$3" pkg="$4" ldflags="$5"
-  local stamp want
-  stamp="${bin_dir}/.${name}.stamp"
-  want="$(cat "${dir}/go.mod" "${dir}/go.sum" <(echo "${pkg} ${ldflags}") | sha256sum | cut -d' ' -f1)"
-  if [[ -x "${bin_dir}/${name}" && -f "${stamp}" && "$(cat "${stamp}")" == "${want}" ]]; then
-    echo "up to date: ${bin_dir#"${ROOT}/"}/${name}"
-    return
+  local bin_dir="$1" dir="${ROOT}/hack/tools/$2" ldflags="$3"
+  shift 3
+  local names=() pkgs=() wants=() spec name pkg want
+  for spec in "$@"; do
+    name="${spec%%=*}" pkg="${spec#*=}"
+    want="$(cat "${dir}/go.mod" "${dir}/go.sum" <(echo "${pkg} ${ldflags}") | sha256sum | cut -d' ' -f1)"
+    if [[ -x "${bin_dir}/${name}" && -f "${bin_dir}/.${name}.stamp" && "$(cat "${bin_dir}/.${name}.stamp")" == "${want}" ]]; then
+      echo "up to date: ${bin_dir#"${ROOT}/"}/${name}"
+      continue
+    fi
+    names+=("${name}") pkgs+=("${pkg}") wants+=("${want}")
+  done
+  ((${#names[@]})) || return 0
+  echo "building ${names[*]} into ${bin_dir#"${ROOT}/"}"
+  local start=${SECONDS} out i
+  out="$(mktemp -d)"
+  (cd "${dir}" && CGO_ENABLED=0 go build -ldflags "${ldflags}" -o "${out}/" "${pkgs[@]}")
+  for i in "${!names[@]}"; do
+    mv "${out}/$(program_of "${pkgs[i]}")" "${bin_dir}/${names[i]}"
+    echo "${wants[i]}" > "${bin_dir}/.${names[i]}.stamp"
+  done
+  rm -rf "${out}"
+  echo "built ${names[*]} in $((SECONDS - start))s"
+}
+
+# program_of PACKAGE: the name go build gives PACKAGE's program: its last
+# path element, or the one before a major version suffix (/v3).
+program_of() {
+  local base="${1##*/}"
+  if [[ "${base}" =~ ^v[0-9]+$ ]]; then
+    base="${1%/*}"
+    base="${base##*/}"
   fi
-  echo "building ${bin_dir#"${ROOT}/"}/${name} (${pkg})"
-  local start=${SECONDS}
-  (cd "${dir}" && CGO_ENABLED=0 go build -ldflags "${ldflags}" -o "${bin_dir}/${name}" "${pkg}")
-  echo "${want}" > "${stamp}"
-  echo "built ${name} in $((SECONDS - start))s"
+  echo "${base}"
 }
 
 # shared NAME...: links the programs every version shares into a compat
@@ -54,25 +78,31 @@ shared() {
 }
 
 control_plane() {
-  build "${SHARED_BIN_DIR}" etcd etcd go.etcd.io/etcd/server/v3 "-s -w"
-  build "${SHARED_BIN_DIR}" kwokctl kwok sigs.k8s.io/kwok/cmd/kwokctl "${kwok_ldflags}"
-  build "${SHARED_BIN_DIR}" kwok kwok sigs.k8s.io/kwok/cmd/kwok "${kwok_ldflags}"
+  build "${SHARED_BIN_DIR}" etcd "-s -w" etcd=go.etcd.io/etcd/server/v3
+  build "${SHARED_BIN_DIR}" kwok "${kwok_ldflags}" kwokctl=sigs.k8s.io/kwok/cmd/kwokctl kwok=sigs.k8s.io/kwok/cmd/kwok
+  local control=(kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler
+    kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager
+    kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver)
   # kubectl is the newest: it is the one people use, whatever the cluster.
-  build "${SHARED_BIN_DIR}" kubectl kubernetes k8s.io/kubernetes/cmd/kubectl "${kubectl_ldflags}"
+  local kubectl=kubectl=k8s.io/kubernetes/cmd/kubectl
+  if [[ "${KUBE_BIN_DIR}" == "${SHARED_BIN_DIR}" ]]; then
+    # The default version: kubectl's module and flags are the control
+    # plane's, so they build together.
+    build "${SHARED_BIN_DIR}" kubernetes "${kube_ldflags}" "${kubectl}" "${control[@]}"
+    return
+  fi
+  build "${SHARED_BIN_DIR}" kubernetes "${kubectl_ldflags}" "${kubectl}"
   shared etcd kwokctl kwok kubectl
-  build "${KUBE_BIN_DIR}" kube-scheduler "${KUBE_TOOLS_DIR}" k8s.io/kubernetes/cmd/kube-scheduler "${kube_ldflags}"
-  build "${KUBE_BIN_DIR}" kube-controller-manager "${KUBE_TOOLS_DIR}" k8s.io/kubernetes/cmd/kube-controller-manager "${kube_ldflags}"
-  build "${KUBE_BIN_DIR}" kube-apiserver "${KUBE_TOOLS_DIR}" k8s.io/kubernetes/cmd/kube-apiserver "${kube_ldflags}"
+  build "${KUBE_BIN_DIR}" "${KUBE_TOOLS_DIR}" "${kube_ldflags}" "${control[@]}"
 }
 
 node() {
   local ldflags tools=node
   ldflags="$(version_ldflags "${NODE_VERSION}" "${NODE_MINOR}")"
   [[ "${KUBE_BIN_DIR}" == "${SHARED_BIN_DIR}" ]] || tools="${KUBE_TOOLS_DIR}"
-  build "${KUBE_BIN_DIR}" kubelet "${tools}" k8s.io/kubernetes/cmd/kubelet "${ldflags}"
-  build "${KUBE_BIN_DIR}" kube-proxy "${tools}" k8s.io/kubernetes/cmd/kube-proxy "${ldflags}"
-  build "${SHARED_BIN_DIR}" coredns coredns github.com/coredns/coredns "-s -w"
-  build "${SHARED_BIN_DIR}" kube-router kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router "-s -w"
+  build "${KUBE_BIN_DIR}" "${tools}" "${ldflags}" kubelet=k8s.io/kubernetes/cmd/kubelet kube-proxy=k8s.io/kubernetes/cmd/kube-proxy
+  build "${SHARED_BIN_DIR}" coredns "-s -w" coredns=github.com/coredns/coredns
+  build "${SHARED_BIN_DIR}" kube-router "-s -w" kube-router=github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
   shared coredns kube-router
 }
 
