@@ -101,7 +101,7 @@ node() {
   ldflags="$(version_ldflags "${NODE_VERSION}" "${NODE_MINOR}")"
   [[ "${KUBE_BIN_DIR}" == "${SHARED_BIN_DIR}" ]] || tools="${KUBE_TOOLS_DIR}"
   build "${KUBE_BIN_DIR}" "${tools}" "${ldflags}" kubelet=k8s.io/kubernetes/cmd/kubelet kube-proxy=k8s.io/kubernetes/cmd/kube-proxy
-  build "${SHARED_BIN_DIR}" coredns "-s -w" coredns=github.com/coredns/coredns
+  build "${SHARED_BIN_DIR}" coredns "-s -w" coredns=github.com/example/memcached-operator/hack/tools/coredns
   build "${SHARED_BIN_DIR}" kube-router "-s -w" kube-router=github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
   shared coredns kube-router
 }
