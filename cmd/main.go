@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,6 +55,7 @@ type settings struct {
 	burst                   int
 	watchNamespaces         string
 	replacedManagers        string
+	takeOver                bool
 	zap                     zap.Options
 }
 
@@ -77,6 +79,7 @@ func parseSettings(args []string, getenv func(string) string) (settings, error) 
 	fs.Float64Var(&s.qps, "kube-api-qps", 50, "Requests per second the operator may send to the apiserver, sustained.")
 	fs.IntVar(&s.burst, "kube-api-burst", 100, "Requests the operator may send to the apiserver in a burst.")
 	fs.StringVar(&s.replacedManagers, "replaced-field-managers", memcached.DefaultReplacedManagers, "Comma-separated field managers of the operator this one replaces: their Update entries in a Memcached's status become the operator's when it replaces a Deployment it did not make.")
+	fs.BoolVar(&s.takeOver, "take-over", envBool(getenv, "TAKE_OVER"), "Replace the Deployments of the Operator SDK tutorial's operator (those selecting a Memcached's pods by other labels), which needs the takeover role (manifests/takeover) (default: $TAKE_OVER, else false: such a Deployment is left alone and the Memcached's status says why).")
 	fs.StringVar(&s.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces whose Memcacheds the operator caches and reconciles; empty: all namespaces.")
 	s.zap.BindFlags(fs)
 	// What packages register on the process' flags: controller-runtime's
@@ -156,6 +159,7 @@ func main() {
 			MaxConcurrentReconciles: s.maxConcurrentReconciles,
 			SyncPeriod:              s.syncPeriod,
 			ReplacedManagers:        splitList(s.replacedManagers),
+			TakeOver:                s.takeOver,
 		},
 	})
 	if err != nil {
@@ -163,11 +167,19 @@ func main() {
 		os.Exit(1)
 	}
 
-	log.Info("Starting the manager", "defaultImage", s.defaultImage, "exporterImage", s.exporterImage, "reloaderImage", s.reloaderImage, "maxConcurrentReconciles", s.maxConcurrentReconciles, "leaderElect", s.leaderElect, "watchNamespaces", namespaces)
+	log.Info("Starting the manager", "defaultImage", s.defaultImage, "exporterImage", s.exporterImage, "reloaderImage", s.reloaderImage, "maxConcurrentReconciles", s.maxConcurrentReconciles, "leaderElect", s.leaderElect, "watchNamespaces", namespaces, "takeOver", s.takeOver)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "The manager stopped with an error")
 		os.Exit(1)
 	}
+}
+
+// envBool is true when getenv's variable env says true (as
+// strconv.ParseBool reads it): how OLM's Subscription config, which sets
+// environment variables only, turns a flag on.
+func envBool(getenv func(string) string, env string) bool {
+	b, err := strconv.ParseBool(getenv(env))
+	return err == nil && b
 }
 
 // imageDefault is the default of an image flag: the environment variable

@@ -82,3 +82,34 @@ func TestParseNamespaces(t *testing.T) {
 		})
 	}
 }
+
+// Taking over the tutorial's Deployments is off unless asked for, on the
+// command line or through $TAKE_OVER (OLM's Subscription config sets only
+// environment variables).
+func TestTakeOverIsOptIn(t *testing.T) {
+	tests := []struct {
+		name string
+		env  string
+		args []string
+		want bool
+	}{
+		{"nothing set", "", nil, false},
+		{"the flag", "", []string{"--take-over"}, true},
+		{"the environment", "true", nil, true},
+		{"the flag over the environment", "true", []string{"--take-over=false"}, false},
+		{"not a boolean", "yes please", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			s, err := parseSettings(tt.args, func(k string) string {
+				if k == "TAKE_OVER" {
+					return tt.env
+				}
+				return ""
+			})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(s.takeOver).To(Equal(tt.want))
+		})
+	}
+}

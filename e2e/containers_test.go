@@ -682,7 +682,7 @@ func TestOperatorInCluster(t *testing.T) {
 			g.Expect(code).To(Equal(http.StatusForbidden), body)
 			return ctx
 		}).
-		Assess("its metrics NetworkPolicy admits pods of the namespaces labelled metrics: enabled and no other", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("its metrics NetworkPolicy admits pods of the namespaces labelled cache.example.com/metrics: enabled and no other", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, c := NewWithT(t), kube(t, cfg)
 			pods := &corev1.PodList{}
 			g.Expect(c.List(ctx, pods, client.InNamespace(system), client.MatchingLabels{"app.kubernetes.io/component": "manager"})).To(Succeed())

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -74,8 +75,9 @@ func tcpConnect(host string, port int) string {
 const refusedByTheNetwork = `(?s)^closed: .*(Connection refused|timed out)`
 
 // A Memcached with spec.networkPolicy is reached only by the clients it
-// names, on memcached's port, and by the namespaces labelled metrics:
-// enabled on the exporter's; turning the policy off opens it again. The
+// names, on memcached's port (each pod's own, while a new port rolls out),
+// and by the namespaces labelled cache.example.com/metrics: enabled on the
+// exporter's; turning the policy off opens it again. The
 // real node enforces NetworkPolicies with kube-router (docs/real-node.md).
 func TestNetworkPolicyAdmitsOnlyItsClients(t *testing.T) {
 	var ns, outside, monitoring, cacheAddr, metricsURL string
@@ -125,7 +127,7 @@ func TestNetworkPolicyAdmitsOnlyItsClients(t *testing.T) {
 			NewWithT(t).Expect(out).To(MatchRegexp(refusedByTheNetwork))
 			return ctx
 		}).
-		Assess("the exporter answers the namespace labelled metrics: enabled and no other", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("the exporter answers the namespace labelled cache.example.com/metrics: enabled and no other", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g := NewWithT(t)
 			out := runClient(t, cfg, monitoring, "scraper", reachScript(reachOpen, httpGet(metricsURL)))
 			g.Expect(out).To(HavePrefix("open: "))
@@ -135,6 +137,39 @@ func TestNetworkPolicyAdmitsOnlyItsClients(t *testing.T) {
 			// A client of memcached is not a metrics client.
 			out = runLabelledClient(t, cfg, ns, "web-scraper", web, reachScript(reachClosed, httpGet(metricsURL)))
 			g.Expect(out).To(MatchRegexp(refusedByTheNetwork))
+			return ctx
+		}).
+		Assess("while a new containerPort rolls out, the old pod keeps serving its clients on the old port", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			m := &cachev1alpha1.Memcached{}
+			g.Expect(c.Get(ctx, key(), m)).To(Succeed())
+			// The new pod cannot be placed (a node label no node has), so
+			// the old one serves on the old port for as long as the
+			// check takes; the policy follows the spec at once.
+			g.Expect(c.Patch(ctx, m, client.RawPatch(types.MergePatchType,
+				[]byte(`{"spec":{"containerPort":11311,"nodeSelector":{"example.com/nowhere":"true"}}}`)))).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				np := &networkingv1.NetworkPolicy{}
+				g.Expect(c.Get(ctx, key(), np)).To(Succeed())
+				g.Expect(np.Spec.Ingress[0].Ports[0].Port.IntValue()).To(Equal(11311))
+			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the policy admits the new port")
+			// Open for the whole enforcement wait: the policy's numeric
+			// port is the new one; the old pod is admitted by its port's
+			// name.
+			out := runLabelledClient(t, cfg, ns, "web-rolling", web, reachScript(reachClosed, memcachedVersion(cacheAddr)))
+			g.Expect(out).To(MatchRegexp(`^open: VERSION `))
+			// Back as it was: the old pod is the Deployment's again.
+			g.Expect(c.Get(ctx, key(), m)).To(Succeed())
+			g.Expect(c.Patch(ctx, m, client.RawPatch(types.MergePatchType,
+				[]byte(`{"spec":{"containerPort":11211,"nodeSelector":{"example.com/nowhere":null}}}`)))).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				addrs, err := readyPodAddresses(ctx, c, key())
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(addrs).To(Equal([]string{cacheAddr}))
+				d := &appsv1.Deployment{}
+				g.Expect(c.Get(ctx, key(), d)).To(Succeed())
+				g.Expect(d.Status.Replicas).To(Equal(int32(1)), "the unplaceable pod is gone")
+			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 			return ctx
 		}).
 		Assess("turning the policy off lets every pod in", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/testsupport/repo"
@@ -64,11 +65,13 @@ func mustHelm(t *testing.T, args ...string) string {
 // valueSets are the chart's values the tests render: the defaults, and
 // every switch the chart has turned the other way.
 var valueSets = map[string][]string{
-	"defaults":        nil,
-	"namespaced":      {"--set", "watchNamespaces={mco-watched-a,mco-watched-b}"},
-	"service monitor": {"--set", "metrics.serviceMonitor.enabled=true"},
-	"no metrics":      {"--set", "metrics.enabled=false"},
-	"plain metrics":   {"--set", "metrics.secure=false", "--set", "networkPolicy.enabled=false"},
+	"defaults":             nil,
+	"namespaced":           {"--set", "watchNamespaces={mco-watched-a,mco-watched-b}"},
+	"service monitor":      {"--set", "metrics.serviceMonitor.enabled=true"},
+	"no metrics":           {"--set", "metrics.enabled=false"},
+	"plain metrics":        {"--set", "metrics.secure=false", "--set", "networkPolicy.enabled=false"},
+	"takeover":             {"--set", "takeover.enabled=true"},
+	"takeover, namespaced": {"--set", "takeover.enabled=true", "--set", "watchNamespaces={mco-watched-a,mco-watched-b}"},
 	"no leader election, scheduling and more": {
 		"--set", "leaderElection.enabled=false", "--set", "replicaCount=1",
 		"--set", "nodeSelector.disk=ssd", "--set", "tolerations[0].key=dedicated", "--set", "tolerations[0].operator=Exists",
@@ -95,6 +98,47 @@ func TestHelmChartLintsAndPassesServerSideDryRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The takeover from the tutorial's operator is opt-in: by default the
+// chart grants none of its permissions and passes no --take-over; enabled,
+// it grants them cluster-wide, or in the watched namespaces only.
+func TestHelmTakeOverIsOptIn(t *testing.T) {
+	g := NewWithT(t)
+	// objects are the kind/name[/namespace] of what the chart renders.
+	objects := func(values ...string) []string {
+		rendered := mustHelm(t, append([]string{"template", release, chartDir, "--namespace", releaseNamespace}, values...)...)
+		var out []string
+		for _, doc := range strings.Split(rendered, "\n---") {
+			var o struct {
+				Kind     string `json:"kind"`
+				Metadata struct {
+					Name      string `json:"name"`
+					Namespace string `json:"namespace"`
+				} `json:"metadata"`
+			}
+			if err := sigsyaml.Unmarshal([]byte(doc), &o); err != nil {
+				t.Fatalf("%v\n%s", err, doc)
+			}
+			if o.Kind != "" {
+				out = append(out, strings.TrimSuffix(o.Kind+"/"+o.Metadata.Name+"/"+o.Metadata.Namespace, "/"))
+			}
+		}
+		return out
+	}
+	args := func(values ...string) string {
+		return mustHelm(t, append([]string{"template", release, chartDir, "--namespace", releaseNamespace, "--show-only", "templates/deployment-controller-manager.yaml"}, values...)...)
+	}
+	takeover := release + "-takeover"
+	g.Expect(objects()).NotTo(ContainElement(ContainSubstring("takeover")))
+	g.Expect(args()).NotTo(ContainSubstring("--take-over"))
+
+	g.Expect(objects("--set", "takeover.enabled=true")).To(ContainElements("ClusterRole/"+takeover, "ClusterRoleBinding/"+takeover))
+	g.Expect(args("--set", "takeover.enabled=true")).To(ContainSubstring("- --take-over\n"))
+
+	namespaced := objects("--set", "takeover.enabled=true", "--set", "watchNamespaces={mco-watched-a,mco-watched-b}")
+	g.Expect(namespaced).To(ContainElements("ClusterRole/"+takeover, "RoleBinding/"+takeover+"/mco-watched-a", "RoleBinding/"+takeover+"/mco-watched-b"))
+	g.Expect(namespaced).NotTo(ContainElement("ClusterRoleBinding/" + takeover))
 }
 
 // TestHelmInstallUpgradeUninstall installs the chart for real, runs the

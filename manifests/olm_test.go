@@ -66,3 +66,54 @@ func TestBundleRunsTheOperatorInATargetNamespace(t *testing.T) {
 	available(t, client.ObjectKeyFromObject(m), 2)
 	g.Expect(requests.Since(0, func(r testenv.Request) bool { return r.Code == http.StatusForbidden })).To(BeEmpty(), "the CSV's permissions suffice")
 }
+
+// An OperatorGroup of all namespaces: OLM grants the CSV's namespaced
+// permissions cluster-wide, so the rules of the operator's own namespace
+// (its leader election Lease, core events, its own pod) are the bundle's
+// Role and RoleBinding instead, which OLM creates in that namespace only.
+// The operator, as that ServiceAccount with leader election, serves a
+// Memcached in another namespace with no request refused, and holds there
+// exactly the CSV's rules: none on Leases, core events or a pod's get.
+func TestBundleKeepsOwnNamespaceRulesNamespacedForAllNamespaces(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	csv, err := olm.ReadCSV()
+	g.Expect(err).NotTo(HaveOccurred())
+	crd := repo.Path("manifests", "bundle", "manifests", "memcacheds.cache.example.com.yaml")
+	if out, err := kubectl(t, nil, "apply", "--server-side", "--field-manager=olm-test", "-f", crd); err != nil {
+		t.Fatalf("applying the bundle's CRD: %v\n%s", err, out)
+	}
+	if err := repo.WaitForCRDs(context.Background(), cluster.Kubeconfig, "crd/memcacheds.cache.example.com"); err != nil {
+		t.Fatalf("waiting for the CRD: %v", err)
+	}
+
+	operatorNS := testenv.Namespace(t, k8s)
+	elsewhere := testenv.Namespace(t, k8s)
+	install, err := olm.ForOperatorGroup(csv, operatorNS)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, obj := range install.RBAC {
+		g.Expect(k8s.Create(ctx, obj)).To(Succeed())
+	}
+	t.Cleanup(func() {
+		for _, obj := range install.ClusterScoped() {
+			_ = k8s.Delete(context.Background(), obj)
+		}
+	})
+
+	cfg := serviceAccountConfigFor(t, operatorNS, install.ServiceAccount)
+	for _, ns := range []string{elsewhere, "default"} {
+		granted := grantedRules(t, cfg, ns)
+		g.Expect(granted).NotTo(ContainElement(HavePrefix("coordination.k8s.io/leases:")), "in %s", ns)
+		g.Expect(granted).NotTo(ContainElement(HavePrefix("/events:")), "in %s", ns)
+		g.Expect(granted).NotTo(ContainElement("/pods:get"), "in %s", ns)
+	}
+	own := grantedRules(t, cfg, operatorNS)
+	g.Expect(own).To(ContainElements("coordination.k8s.io/leases:create", "/events:create", "/pods:get"), "in the operator's namespace")
+
+	requests := &testenv.Requests{}
+	startOperator(t, requests.Wrap(cfg), testenv.OperatorOptions{LeaderElectionNamespace: operatorNS})
+	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: elsewhere}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
+	g.Expect(k8s.Create(ctx, m)).To(Succeed())
+	available(t, client.ObjectKeyFromObject(m), 1)
+	g.Expect(requests.Since(0, func(r testenv.Request) bool { return r.Code == http.StatusForbidden })).To(BeEmpty(), "the bundle's permissions suffice")
+}

@@ -174,8 +174,35 @@ func TestTakeOverFromTheTutorialOperator(t *testing.T) {
 		}
 	}()
 
+	// Installed as it comes, the operator may not take over: it leaves the
+	// tutorial's Deployments exactly as they are, pods serving, and each
+	// Memcached's status says what it needs (the flag and its role).
 	cfg := serviceAccountConfig(t)
-	startOperator(t, cfg, testenv.OperatorOptions{LeaderElectionNamespace: operatorNamespace})
+	untouched := map[string]string{}
+	for _, name := range []string{"small", "large", "matching"} {
+		d := &appsv1.Deployment{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d)).To(Succeed())
+		untouched[name] = d.ResourceVersion
+	}
+	stop := startOperator(t, cfg, testenv.OperatorOptions{LeaderElectionNamespace: operatorNamespace})
+	for name, rv := range untouched {
+		g.Eventually(func(g Gomega) {
+			m := &cachev1alpha1.Memcached{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, m)).To(Succeed())
+			c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionDegraded)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonTakeOverDisabled))
+			g.Expect(c.Message).To(ContainSubstring("--take-over"))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), name)
+		d := &appsv1.Deployment{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d)).To(Succeed())
+		g.Expect(d.ResourceVersion).To(Equal(rv), "%s: Deployment left as it was", name)
+	}
+	stop()
+
+	// With the takeover component: its role, and --take-over.
+	installTakeOver(t)
+	startOperator(t, cfg, testenv.OperatorOptions{LeaderElectionNamespace: operatorNamespace, TakeOver: true})
 
 	for name, size := range sizes {
 		key := client.ObjectKey{Namespace: ns, Name: name}

@@ -58,6 +58,11 @@ const (
 	// ReasonDeploymentNotOwned: a Deployment with the Memcached's name
 	// exists and is not controlled by it; the operator leaves it alone.
 	ReasonDeploymentNotOwned = "DeploymentNotOwned"
+	// ReasonTakeOverDisabled: the Memcached controls a Deployment that
+	// selects its pods by other labels (one the Operator SDK tutorial's
+	// operator made), and the operator runs without --take-over, which
+	// replacing it needs: the Deployment is left as it is.
+	ReasonTakeOverDisabled = "TakeOverDisabled"
 	// ReasonServiceNotOwned: a Service with the Memcached's name exists and
 	// is not controlled by it; the operator leaves it alone.
 	ReasonServiceNotOwned = "ServiceNotOwned"

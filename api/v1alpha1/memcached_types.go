@@ -335,8 +335,9 @@ type NetworkPolicySpec struct {
 
 	// metricsClients are the pods that may connect to the exporter's port
 	// while monitoring is enabled. When empty, every pod of the namespaces
-	// labelled metrics: enabled may: the label the operator's own metrics
-	// NetworkPolicy admits; give it to the namespace Prometheus runs in.
+	// labelled cache.example.com/metrics: enabled may: the label the
+	// operator's own metrics NetworkPolicy admits; give it to the namespace
+	// Prometheus runs in.
 	//
 	// +optional
 	// +listType=atomic

@@ -35,19 +35,28 @@ const (
 // the bundle: the CSV's install strategy (Deployment, service account and
 // the rules of its bindings, as namespaced "permissions" that OLM grants
 // in the OperatorGroup's target namespaces, or "clusterPermissions"), a
-// manifest of the bundle beside the CSV, or nothing. An object missing
-// here stops the generator.
+// manifest of the bundle beside the CSV ("namespaced": one OLM creates in
+// the operator's namespace, a binding's subject included), or nothing. An
+// object missing here stops the generator.
 var bundleObjects = map[string]string{
-	"ServiceAccount/controller-manager":                     "strategy",
-	"Deployment/controller-manager":                         "strategy",
-	"ClusterRole/manager":                                   "permissions",
-	"ClusterRoleBinding/manager":                            "binding",
-	"Role/leader-election":                                  "permissions",
-	"RoleBinding/leader-election":                           "binding",
-	"Role/own-image":                                        "permissions",
-	"RoleBinding/own-image":                                 "binding",
-	"ClusterRole/metrics-auth":                              "clusterPermissions",
-	"ClusterRoleBinding/metrics-auth":                       "binding",
+	"ServiceAccount/controller-manager": "strategy",
+	"Deployment/controller-manager":     "strategy",
+	"ClusterRole/manager":               "permissions",
+	"ClusterRoleBinding/manager":        "binding",
+	// Rules in the operator's own namespace only (its Lease, its pod):
+	// a Role and RoleBinding of the bundle, which OLM creates in that
+	// namespace, and not the CSV's permissions, which OLM grants
+	// cluster-wide when the OperatorGroup targets all namespaces.
+	"Role/leader-election":            "namespaced",
+	"RoleBinding/leader-election":     "namespaced",
+	"Role/own-image":                  "namespaced",
+	"RoleBinding/own-image":           "namespaced",
+	"ClusterRole/metrics-auth":        "clusterPermissions",
+	"ClusterRoleBinding/metrics-auth": "binding",
+	// The takeover from the tutorial's operator is opt-in: OLM installs
+	// grant it by hand (docs/install.md).
+	"ClusterRole/takeover":                                  "-",
+	"ClusterRoleBinding/takeover":                           "-",
 	"ClusterRole/memcached-editor":                          "manifest",
 	"ClusterRole/memcached-viewer":                          "manifest",
 	"ClusterRole/metrics-reader":                            "manifest",
@@ -99,9 +108,18 @@ func bundle(in inputs, v semver.Version, image string) (map[string][]byte, error
 			} else {
 				cluster = append(cluster, role.Rules...)
 			}
-		case "manifest":
+		case "manifest", "namespaced":
 			m := o.DeepCopy()
 			m.SetNamespace("")
+			if o.GetKind() == "RoleBinding" {
+				// A ServiceAccount subject without a namespace is the
+				// binding's namespace's: the one OLM installs into.
+				subjects, _, _ := unstructured.NestedSlice(m.Object, "subjects")
+				for _, sub := range subjects {
+					delete(sub.(map[string]any), "namespace")
+				}
+				_ = unstructured.SetNestedSlice(m.Object, subjects, "subjects")
+			}
 			if o.GetKind() == "CustomResourceDefinition" {
 				crd = &apiextensionsv1.CustomResourceDefinition{}
 				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, crd); err != nil {
@@ -163,6 +181,10 @@ func checkBindings(objs []*unstructured.Unstructured, account string) error {
 		if o.GetKind() != "RoleBinding" && o.GetKind() != "ClusterRoleBinding" {
 			continue
 		}
+		if bundleObjects[o.GetKind()+"/"+strings.TrimPrefix(o.GetName(), namePrefix)] == "-" {
+			// Left out of the bundle with its role.
+			continue
+		}
 		var b rbacv1.RoleBinding
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &b); err != nil {
 			return err
@@ -171,6 +193,12 @@ func checkBindings(objs []*unstructured.Unstructured, account string) error {
 			return fmt.Errorf("%s %s binds %v, not the operator's ServiceAccount alone: the bundle cannot express it", o.GetKind(), o.GetName(), b.Subjects)
 		}
 		role := b.RoleRef.Kind + "/" + strings.TrimPrefix(b.RoleRef.Name, namePrefix)
+		if bundleObjects[o.GetKind()+"/"+strings.TrimPrefix(o.GetName(), namePrefix)] == "namespaced" {
+			if bundleObjects[role] != "namespaced" {
+				return fmt.Errorf("%s %s binds %s, which is not a Role of the bundle", o.GetKind(), o.GetName(), role)
+			}
+			continue
+		}
 		if w := bundleObjects[role]; w != "permissions" && w != "clusterPermissions" {
 			return fmt.Errorf("%s %s binds %s, which is not in the install strategy", o.GetKind(), o.GetName(), role)
 		}

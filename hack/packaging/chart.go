@@ -41,6 +41,8 @@ var conditions = map[string]string{
 	"RoleBinding/leader-election":                           "$.Values.leaderElection.enabled",
 	"Role/own-image":                                        "",
 	"RoleBinding/own-image":                                 "",
+	"ClusterRole/takeover":                                  "$.Values.takeover.enabled",
+	"ClusterRoleBinding/takeover":                           "and $.Values.takeover.enabled (not $.Values.watchNamespaces)",
 	"ClusterRole/memcached-editor":                          "",
 	"ClusterRole/memcached-viewer":                          "",
 	"ClusterRole/metrics-auth":                              "and $.Values.metrics.enabled $.Values.metrics.secure",
@@ -75,6 +77,9 @@ var args = map[string][]string{
 var extraArgs = []string{
 	"{{- with $.Values.watchNamespaces }}",
 	"- --watch-namespaces={{ join \",\" . }}",
+	"{{- end }}",
+	"{{- if $.Values.takeover.enabled }}",
+	"- " + takeOverArg,
 	"{{- end }}",
 	"{{- if $.Values.exporterImage }}",
 	"- --exporter-image={{ $.Values.exporterImage }}",
@@ -318,14 +323,26 @@ func namespacedRBAC(rules []any) (string, error) {
 		"roleRef":    map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": namePrefix + "manager"},
 		"subjects":   []any{map[string]any{"kind": "ServiceAccount", "name": namePrefix + "controller-manager", "namespace": installNamespace}},
 	}}
+	// The takeover role, a ClusterRole, granted in the watched namespaces
+	// only.
+	takeover := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1",
+		"kind":       "RoleBinding",
+		"metadata":   map[string]any{"name": namePrefix + "takeover", "namespace": "NS"},
+		"roleRef":    map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": namePrefix + "takeover"},
+		"subjects":   []any{map[string]any{"kind": "ServiceAccount", "name": namePrefix + "controller-manager", "namespace": installNamespace}},
+	}}
 	var docs []string
-	for _, o := range []*unstructured.Unstructured{role, binding} {
+	for _, o := range []*unstructured.Unstructured{role, binding, takeover} {
 		o.SetLabels(map[string]string{"app.kubernetes.io/name": "memcached-operator"})
 		releaseNames(o)
 		o.SetNamespace("{{ $ns }}")
 		text, err := render(o, nil)
 		if err != nil {
 			return "", err
+		}
+		if o == takeover {
+			text = wrap("$.Values.takeover.enabled", text)
 		}
 		docs = append(docs, "---\n"+text)
 	}
@@ -407,8 +424,16 @@ metrics:
     # A ServiceMonitor for the Prometheus Operator (its CRDs must exist).
     enabled: false
 
-# Only pods in namespaces labelled metrics=enabled may reach the metrics
-# port.
+# Taking over from the Operator SDK tutorial's operator: --take-over, and
+# the permissions replacing its Deployments needs (deleting Deployments,
+# relabelling ReplicaSets, patching Memcacheds), which the operator does
+# not otherwise hold. Enable it for the upgrade, disable it once every
+# Memcached reports RolloutComplete.
+takeover:
+  enabled: false
+
+# Only pods in namespaces labelled cache.example.com/metrics=enabled may
+# reach the metrics port.
 networkPolicy:
   enabled: true
 

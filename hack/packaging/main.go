@@ -104,7 +104,11 @@ func loadInputs(ctx context.Context) (inputs, error) {
 	if err != nil {
 		return inputs{}, err
 	}
-	overlay := fmt.Sprintf("resources:\n- %s\ncomponents:\n- %s\n", def, prom)
+	takeover, err := filepath.Rel(dir, repo.Path("manifests", "takeover"))
+	if err != nil {
+		return inputs{}, err
+	}
+	overlay := fmt.Sprintf("resources:\n- %s\ncomponents:\n- %s\n- %s\n", def, prom, takeover)
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
 		return inputs{}, err
 	}
@@ -118,6 +122,11 @@ func loadInputs(ctx context.Context) (inputs, error) {
 		if !strings.HasPrefix(o.GetName(), namePrefix) && o.GetNamespace() == "system" {
 			o.SetName(namePrefix + o.GetName())
 			o.SetNamespace(installNamespace)
+		}
+		if o.GetKind() == "Deployment" {
+			if err := withoutArg(o, takeOverArg); err != nil {
+				return inputs{}, err
+			}
 		}
 	}
 	samples, err := kustomize(ctx, repo.Path("manifests", "samples"))
@@ -198,4 +207,32 @@ func writeTree(dir string, files map[string][]byte) error {
 		}
 	}
 	return nil
+}
+
+// takeOverArg is the manager's flag that the takeover component adds: the
+// chart sets it from its values, the bundle never (OLM's Subscription
+// config sets TAKE_OVER instead).
+const takeOverArg = "--take-over"
+
+// withoutArg removes arg from the manager container's arguments of d.
+func withoutArg(d *unstructured.Unstructured, arg string) error {
+	containers, _, err := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	if err != nil || len(containers) == 0 {
+		return fmt.Errorf("the manager Deployment has no containers: %v", err)
+	}
+	c := containers[0].(map[string]any)
+	args, _, err := unstructured.NestedStringSlice(c, "args")
+	if err != nil {
+		return err
+	}
+	kept := args[:0]
+	for _, a := range args {
+		if a != arg {
+			kept = append(kept, a)
+		}
+	}
+	if err := unstructured.SetNestedStringSlice(c, kept, "args"); err != nil {
+		return err
+	}
+	return unstructured.SetNestedSlice(d.Object, containers, "spec", "template", "spec", "containers")
 }

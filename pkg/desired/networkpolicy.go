@@ -13,9 +13,11 @@ import (
 // MetricsNamespaceLabel and MetricsNamespaceValue label the namespaces
 // whose pods may scrape the exporter when a Memcached's NetworkPolicy names
 // no metrics clients: the label the operator's own metrics NetworkPolicy
-// admits (manifests/network-policy).
+// admits (manifests/network-policy). The key is the project's own, so that
+// no other tool's label (kubebuilder's scaffolds use a bare "metrics")
+// admits scrapers by accident.
 const (
-	MetricsNamespaceLabel = "metrics"
+	MetricsNamespaceLabel = "cache.example.com/metrics"
 	MetricsNamespaceValue = "enabled"
 )
 
@@ -29,8 +31,12 @@ func WantsNetworkPolicy(m *cachev1alpha1.Memcached) bool {
 // none) and, with monitoring on, its metrics clients on the exporter's
 // port (every pod of the namespaces labelled metrics: enabled when it
 // names none). Nothing else reaches the pods; what they send is not
-// restricted. The ports are numbers: every NetworkPolicy implementation
-// matches those, not all match named ports.
+// restricted. memcached's port is admitted by number, which every
+// NetworkPolicy implementation matches, and by name, which follows each
+// pod's own containerPort: while a change of spec.containerPort rolls
+// out, the old pods keep serving on the old port until they are replaced
+// (with an implementation that matches named ports; the others admit the
+// new port only).
 //
 // m must want one (WantsNetworkPolicy).
 func NetworkPolicy(m *cachev1alpha1.Memcached) *networkingv1ac.NetworkPolicyApplyConfiguration {
@@ -42,14 +48,14 @@ func NetworkPolicy(m *cachev1alpha1.Memcached) *networkingv1ac.NetworkPolicyAppl
 	spec := networkingv1ac.NetworkPolicySpec().
 		WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(m))).
 		WithPolicyTypes(networkingv1.PolicyTypeIngress).
-		WithIngress(ingressRule(port(m), clients))
+		WithIngress(ingressRule(clients, intstr.FromInt32(port(m)), intstr.FromString(PortName)))
 	if RunsExporter(m) {
 		scrapers := peers(np.MetricsClients)
 		if len(scrapers) == 0 {
 			scrapers = append(scrapers, networkingv1ac.NetworkPolicyPeer().WithNamespaceSelector(
 				metav1ac.LabelSelector().WithMatchLabels(map[string]string{MetricsNamespaceLabel: MetricsNamespaceValue})))
 		}
-		spec.WithIngress(ingressRule(MetricsPort, scrapers))
+		spec.WithIngress(ingressRule(scrapers, intstr.FromInt32(MetricsPort)))
 	}
 	return networkingv1ac.NetworkPolicy(m.Name, m.Namespace).
 		WithLabels(Labels(m)).
@@ -57,13 +63,13 @@ func NetworkPolicy(m *cachev1alpha1.Memcached) *networkingv1ac.NetworkPolicyAppl
 		WithSpec(spec)
 }
 
-// ingressRule admits from to the TCP port.
-func ingressRule(port int32, from []*networkingv1ac.NetworkPolicyPeerApplyConfiguration) *networkingv1ac.NetworkPolicyIngressRuleApplyConfiguration {
-	return networkingv1ac.NetworkPolicyIngressRule().
-		WithPorts(networkingv1ac.NetworkPolicyPort().
-			WithProtocol(corev1.ProtocolTCP).
-			WithPort(intstr.FromInt32(port))).
-		WithFrom(from...)
+// ingressRule admits from to the TCP ports.
+func ingressRule(from []*networkingv1ac.NetworkPolicyPeerApplyConfiguration, ports ...intstr.IntOrString) *networkingv1ac.NetworkPolicyIngressRuleApplyConfiguration {
+	r := networkingv1ac.NetworkPolicyIngressRule()
+	for _, p := range ports {
+		r.WithPorts(networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(p))
+	}
+	return r.WithFrom(from...)
 }
 
 // peers are the NetworkPolicy peers of a Memcached's clients, as written.

@@ -17,41 +17,43 @@ func TestNetworkPolicy(t *testing.T) {
 	team := &cachev1alpha1.LabelSelector{MatchLabels: map[string]cachev1alpha1.LabelValue{"team": "payments"}}
 	prometheus := &cachev1alpha1.LabelSelector{MatchLabels: map[string]cachev1alpha1.LabelValue{"kubernetes.io/metadata.name": "monitoring"}}
 	thisNamespace := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{}}
-	metricsNamespaces := networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"metrics": "enabled"}}}
+	metricsNamespaces := networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"cache.example.com/metrics": "enabled"}}}
+	clients := []networkingv1.NetworkPolicyPeer{
+		{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+		{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "payments"}}},
+		{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "payments"}}},
+	}
 	tests := []struct {
 		name string
 		spec cachev1alpha1.MemcachedSpec
-		// want is, per ingress rule, its port and its peers.
-		want map[int32][]networkingv1.NetworkPolicyPeer
+		// want is, per port of an ingress rule, the rule's peers: memcached's
+		// port by number and by name, the exporter's by number.
+		want map[string][]networkingv1.NetworkPolicyPeer
 	}{{
 		name: "clients default to the pods of the namespace",
 		spec: cachev1alpha1.MemcachedSpec{NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true}},
-		want: map[int32][]networkingv1.NetworkPolicyPeer{11211: {thisNamespace}},
+		want: map[string][]networkingv1.NetworkPolicyPeer{"11211": {thisNamespace}, "memcached": {thisNamespace}},
 	}, {
 		name: "named clients, as written, on the memcached port",
 		spec: cachev1alpha1.MemcachedSpec{ContainerPort: ptr.To[int32](11311), NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true,
 			Clients: []cachev1alpha1.NetworkPolicyPeer{{PodSelector: web}, {NamespaceSelector: team}, {PodSelector: web, NamespaceSelector: team}}}},
-		want: map[int32][]networkingv1.NetworkPolicyPeer{11311: {
-			{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
-			{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "payments"}}},
-			{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "payments"}}},
-		}},
+		want: map[string][]networkingv1.NetworkPolicyPeer{"11311": clients, "memcached": clients},
 	}, {
 		name: "monitoring: metrics clients default to the namespaces labelled metrics: enabled",
 		spec: cachev1alpha1.MemcachedSpec{Monitoring: &cachev1alpha1.MonitoringSpec{Enabled: true}, NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true}},
-		want: map[int32][]networkingv1.NetworkPolicyPeer{11211: {thisNamespace}, 9150: {metricsNamespaces}},
+		want: map[string][]networkingv1.NetworkPolicyPeer{"11211": {thisNamespace}, "memcached": {thisNamespace}, "9150": {metricsNamespaces}},
 	}, {
 		name: "monitoring: named metrics clients",
 		spec: cachev1alpha1.MemcachedSpec{Monitoring: &cachev1alpha1.MonitoringSpec{Enabled: true}, NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true,
 			MetricsClients: []cachev1alpha1.NetworkPolicyPeer{{NamespaceSelector: prometheus}}}},
-		want: map[int32][]networkingv1.NetworkPolicyPeer{11211: {thisNamespace}, 9150: {
+		want: map[string][]networkingv1.NetworkPolicyPeer{"11211": {thisNamespace}, "memcached": {thisNamespace}, "9150": {
 			{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}},
 		}},
 	}, {
 		name: "metrics clients without monitoring open no port",
 		spec: cachev1alpha1.MemcachedSpec{NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true,
 			MetricsClients: []cachev1alpha1.NetworkPolicyPeer{{NamespaceSelector: prometheus}}}},
-		want: map[int32][]networkingv1.NetworkPolicyPeer{11211: {thisNamespace}},
+		want: map[string][]networkingv1.NetworkPolicyPeer{"11211": {thisNamespace}, "memcached": {thisNamespace}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,11 +67,12 @@ func TestNetworkPolicy(t *testing.T) {
 			g.Expect(np.OwnerReferences).To(ConsistOf(HaveField("Controller", HaveValue(BeTrue()))))
 			g.Expect(np.Spec.PodSelector).To(Equal(metav1.LabelSelector{MatchLabels: SelectorLabels(m)}), "exactly this instance's pods")
 			g.Expect(np.Spec.PolicyTypes).To(Equal([]networkingv1.PolicyType{networkingv1.PolicyTypeIngress}), "what the pods send is not restricted")
-			got := map[int32][]networkingv1.NetworkPolicyPeer{}
+			got := map[string][]networkingv1.NetworkPolicyPeer{}
 			for _, rule := range np.Spec.Ingress {
-				g.Expect(rule.Ports).To(HaveLen(1))
-				g.Expect(*rule.Ports[0].Protocol).To(BeEquivalentTo("TCP"))
-				got[rule.Ports[0].Port.IntVal] = rule.From
+				for _, p := range rule.Ports {
+					g.Expect(*p.Protocol).To(BeEquivalentTo("TCP"))
+					got[p.Port.String()] = rule.From
+				}
 			}
 			g.Expect(got).To(Equal(tt.want))
 		})

@@ -39,6 +39,10 @@ type Observation struct {
 	// pods otherwise stands, while the operator replaces one; see also
 	// Replacing().
 	Replacing string
+	// TakeOverDisabled is why the Memcached's Deployment, which selects
+	// pods by other labels, is not replaced: the operator may not take
+	// over. Empty otherwise.
+	TakeOverDisabled string
 	// Secret is why a Secret the Memcached names cannot be used, if one
 	// cannot; the operator then holds the Deployment as it is.
 	Secret *SecretProblem
@@ -239,6 +243,8 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
 	switch {
 	case obs.notOwned(owned.KindDeployment):
 		return blockedBy(owned.KindDeployment)
+	case obs.TakeOverDisabled != "":
+		return rollout{rolloutBlocked, cachev1alpha1.ReasonTakeOverDisabled, obs.TakeOverDisabled}
 	case obs.Secret != nil:
 		return rollout{rolloutBlocked, obs.Secret.Reason, obs.Secret.Message}
 	case len(obs.Failed) > 0:

@@ -142,6 +142,25 @@ func TestReplacing(t *testing.T) {
 	})
 }
 
+// Without --take-over the tutorial's Deployment is left as it is: its pods
+// serve, and the conditions say what needs a person.
+func TestTakeOverDisabled(t *testing.T) {
+	refused := Observation{Deployment: complete, TakeOverDisabled: "Deployment cache selects pods by a=b, not by this Memcached's own labels, and replacing it needs the operator's --take-over flag"}
+	runConditionCases(t, progressing, cachev1alpha1.ConditionProgressing, []conditionCase{
+		{"left alone", mc(3), refused, metav1.ConditionFalse, cachev1alpha1.ReasonTakeOverDisabled},
+	})
+	runConditionCases(t, degraded, cachev1alpha1.ConditionDegraded, []conditionCase{
+		{"left alone", mc(3), refused, metav1.ConditionTrue, cachev1alpha1.ReasonTakeOverDisabled},
+		{"ranks before a Secret", mc(3), Observation{Deployment: complete, TakeOverDisabled: "x", Secret: noSecret}, metav1.ConditionTrue, cachev1alpha1.ReasonTakeOverDisabled},
+	})
+	runConditionCases(t, Stalled, cachev1alpha1.ConditionStalled, []conditionCase{
+		{"left alone", mc(3), refused, metav1.ConditionTrue, cachev1alpha1.ReasonTakeOverDisabled},
+	})
+	runConditionCases(t, available, cachev1alpha1.ConditionAvailable, []conditionCase{
+		{"its pods serve", mc(3), refused, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
+	})
+}
+
 func TestDegraded(t *testing.T) {
 	runConditionCases(t, degraded, cachev1alpha1.ConditionDegraded, []conditionCase{
 		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},

@@ -32,8 +32,9 @@ type NetworkPolicySpecApplyConfiguration struct {
 	Clients []NetworkPolicyPeerApplyConfiguration `json:"clients,omitempty"`
 	// metricsClients are the pods that may connect to the exporter's port
 	// while monitoring is enabled. When empty, every pod of the namespaces
-	// labelled metrics: enabled may: the label the operator's own metrics
-	// NetworkPolicy admits; give it to the namespace Prometheus runs in.
+	// labelled cache.example.com/metrics: enabled may: the label the
+	// operator's own metrics NetworkPolicy admits; give it to the namespace
+	// Prometheus runs in.
 	MetricsClients []NetworkPolicyPeerApplyConfiguration `json:"metricsClients,omitempty"`
 }
 

@@ -1,14 +1,17 @@
 // Package olm makes, from the OLM bundle's ClusterServiceVersion, the
 // objects OLM makes when it installs the operator for an OperatorGroup, for
 // tests that cannot run OLM itself: the install strategy's ServiceAccount,
-// its permissions as Roles in the operator's namespace and each target
-// namespace, its clusterPermissions as ClusterRoles, and its Deployment
+// the bundle's Roles and RoleBindings in the operator's namespace, the
+// CSV's permissions as Roles in the operator's namespace and each target
+// namespace (as ClusterRoles when the OperatorGroup targets all
+// namespaces), its clusterPermissions as ClusterRoles, and its Deployment
 // with OLM's olm.targetNamespaces pod annotation.
 package olm
 
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -52,7 +55,7 @@ func ReadCSV() (*operatorsv1alpha1.ClusterServiceVersion, error) {
 }
 
 // ForOperatorGroup is what OLM makes of csv in namespace for an
-// OperatorGroup whose target namespaces are targets.
+// OperatorGroup whose target namespaces are targets; none: all namespaces.
 func ForOperatorGroup(csv *operatorsv1alpha1.ClusterServiceVersion, namespace string, targets ...string) (*Install, error) {
 	strategy := csv.Spec.InstallStrategy.StrategySpec
 	if len(strategy.DeploymentSpecs) != 1 {
@@ -63,11 +66,29 @@ func ForOperatorGroup(csv *operatorsv1alpha1.ClusterServiceVersion, namespace st
 	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: account, Namespace: namespace}}
 	in := &Install{ServiceAccount: account}
 	in.RBAC = append(in.RBAC, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: account, Namespace: namespace}})
-	for _, ns := range append([]string{namespace}, targets...) {
-		for i, p := range strategy.Permissions {
-			if p.ServiceAccountName != account {
-				return nil, fmt.Errorf("permissions for %s, not the Deployment's %s", p.ServiceAccountName, account)
-			}
+	objects, err := bundleRBAC(namespace)
+	if err != nil {
+		return nil, err
+	}
+	in.RBAC = append(in.RBAC, objects...)
+	for i, p := range strategy.Permissions {
+		if p.ServiceAccountName != account {
+			return nil, fmt.Errorf("permissions for %s, not the Deployment's %s", p.ServiceAccountName, account)
+		}
+		if len(targets) == 0 {
+			// All namespaces: OLM grants the namespaced permissions
+			// cluster-wide.
+			name := fmt.Sprintf("%s-csv-permissions-%d", namespace, i)
+			in.RBAC = append(in.RBAC,
+				&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: p.Rules},
+				&rbacv1.ClusterRoleBinding{
+					ObjectMeta: metav1.ObjectMeta{Name: name},
+					RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+					Subjects:   subjects,
+				})
+			continue
+		}
+		for _, ns := range append([]string{namespace}, targets...) {
 			name := fmt.Sprintf("csv-%d", i)
 			in.RBAC = append(in.RBAC,
 				&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: p.Rules},
@@ -106,4 +127,36 @@ func (in *Install) ClusterScoped() []client.Object {
 		}
 	}
 	return out
+}
+
+// bundleRBAC are the bundle's Roles and RoleBindings (besides the CSV), as
+// OLM creates them: in the operator's namespace.
+func bundleRBAC(namespace string) ([]client.Object, error) {
+	dir := repo.Path("manifests", "bundle", "manifests")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []client.Object
+	for _, e := range entries {
+		var obj client.Object
+		switch {
+		case strings.HasSuffix(e.Name(), "_v1_role.yaml"):
+			obj = &rbacv1.Role{}
+		case strings.HasSuffix(e.Name(), "_v1_rolebinding.yaml"):
+			obj = &rbacv1.RoleBinding{}
+		default:
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		if err := yaml.Unmarshal(raw, obj); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", e.Name(), err)
+		}
+		obj.SetNamespace(namespace)
+		out = append(out, obj)
+	}
+	return out, nil
 }

@@ -45,6 +45,8 @@ type OperatorOptions struct {
 	LeaderElectionNamespace string
 	// WatchNamespaces, when set, is --watch-namespaces.
 	WatchNamespaces []string
+	// TakeOver is --take-over.
+	TakeOver bool
 }
 
 // StartOperator runs the operator in-process, set up as cmd/ sets it up, as
@@ -70,6 +72,7 @@ func StartOperator(ctx context.Context, cfg *rest.Config, opts OperatorOptions) 
 			MaxConcurrentReconciles: 4,
 			SyncPeriod:              syncPeriod,
 			ReplacedManagers:        []string{memcached.DefaultReplacedManagers},
+			TakeOver:                opts.TakeOver,
 		},
 	})
 	if err != nil {

@@ -68,6 +68,13 @@ type Reconciler struct {
 	// operator replaces a Deployment it did not make, their Update entries
 	// in the Memcached's status become the operator's.
 	ReplacedManagers []string
+	// TakeOver: a Deployment the Memcached controls that selects pods by
+	// other labels (the tutorial's) is replaced, and the replaced operator's
+	// field managers and finalizer are removed from the Memcached. This
+	// needs more permissions than the operator's own (manifests/takeover):
+	// deleting Deployments, labelling ReplicaSets, patching Memcacheds.
+	// Off: such a Deployment is left as it is, and the status says why.
+	TakeOver bool
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 
@@ -76,10 +83,9 @@ type Reconciler struct {
 	toldPodProblems sync.Map
 }
 
-// +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds/status,verbs=get;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=list;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete

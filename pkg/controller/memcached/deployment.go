@@ -34,6 +34,9 @@ const replaceRecheckInterval = time.Second
 // names and learns what the pods would mount from them, then, in this
 // order,
 //   - leaves alone a Deployment of m's name that m does not control;
+//   - without Reconciler.TakeOver, leaves alone and says why one m
+//     controls that selects pods otherwise or that the operator never
+//     applied: another operator's (the tutorial's);
 //   - replaces one m controls that selects pods otherwise (below);
 //   - holds the Deployment as it is while a Secret is unusable (the gate:
 //     pods that cannot mount what they need would never start);
@@ -58,6 +61,9 @@ func reconcileDeployment(ctx context.Context, s *scope) (ctrl.Result, error) {
 	switch {
 	case err != nil:
 	case dep.notOwned:
+	case current != nil && (!selectsOwnPods(current, s.m) || current.LastApplied() == nil) && !s.TakeOver:
+		dep.obj = current
+		s.obs.TakeOverDisabled = s.refuseReplacing(current)
 	case current != nil && !selectsOwnPods(current, s.m):
 		dep.obj = current
 		s.obs.Replacing, err = s.replace(ctx, current)
@@ -74,8 +80,9 @@ func reconcileDeployment(ctx context.Context, s *scope) (ctrl.Result, error) {
 
 // applyDeployment applies m's Deployment over current (nil when there is
 // none), first adopting in place one that selects m's pods but that the
-// operator never applied: the Memcached's status and finalizer, and the
-// Deployment's fields, are taken over as in a replacement.
+// operator never applied (with TakeOver only): the Memcached's status and
+// finalizer, and the Deployment's fields, are taken over as in a
+// replacement.
 func (s *scope) applyDeployment(ctx context.Context, current *owned.Summary, digests desired.SecretDigests) (outcome, error) {
 	if current != nil && current.LastApplied() == nil {
 		if err := s.adoptFieldManagers(ctx); err != nil {
@@ -138,6 +145,24 @@ const eventReplacing = "ReplacingDeployment"
 func selectsOwnPods(d *owned.Summary, m *cachev1alpha1.Memcached) bool {
 	sel := d.Selector
 	return sel != nil && len(sel.MatchExpressions) == 0 && maps.Equal(sel.MatchLabels, desired.SelectorLabels(m))
+}
+
+// eventTakeOverDisabled is the event reason of a Deployment left alone
+// because the operator may not take over.
+const eventTakeOverDisabled = "TakeOverDisabled"
+
+// refuseReplacing says why old, m's Deployment that another operator made,
+// is left as it is: the operator runs without --take-over. It sends
+// nothing to the apiserver but the event.
+func (s *scope) refuseReplacing(old *owned.Summary) string {
+	what := fmt.Sprintf("selects pods by %s, not by this Memcached's own labels", metav1.FormatLabelSelector(old.Selector))
+	if selectsOwnPods(old, s.m) {
+		what = "was made by another operator (this one never applied it)"
+	}
+	msg := fmt.Sprintf("Deployment %s %s, and taking it over needs the operator's --take-over flag and its role (manifests/takeover, or the chart's takeover.enabled): it is left as it is, its pods serving",
+		old.Name, what)
+	s.Recorder.Eventf(s.m, old, corev1.EventTypeWarning, eventTakeOverDisabled, "Refuse", "%s", msg)
+	return msg
 }
 
 // replace takes one step of replacing old, m's Deployment that selects pods

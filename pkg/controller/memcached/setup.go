@@ -51,6 +51,9 @@ type Options struct {
 	// ReplacedManagers are the field managers of the operator this one
 	// replaces (see Reconciler.ReplacedManagers).
 	ReplacedManagers []string
+	// TakeOver lets the operator replace the tutorial operator's
+	// Deployments (see Reconciler.TakeOver).
+	TakeOver bool
 	// SyncPeriod is how often every Memcached is reconciled again, though
 	// nothing changed (0: never): the resync period of the store of owned
 	// objects, whose events reconcile their Memcached, and of the manager's
@@ -94,6 +97,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Images:           o.Images,
 		Secrets:          watcher,
 		ReplacedManagers: o.ReplacedManagers,
+		TakeOver:         o.TakeOver,
 	}
 	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}, queue.source())
 }
