@@ -127,6 +127,9 @@ func installTakeOver(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kustomize: %v\n%s", err, out)
 	}
+	// The component's role and binding get manifests/default's name
+	// prefix when it is enabled there; from this overlay, they do not.
+	out = strings.ReplaceAll(out, "  name: takeover\n", "  name: memcached-operator-takeover\n")
 	if out, err := kubectl(t, []byte(out), "apply", "--server-side", "--field-manager=installer", "-f", "-"); err != nil {
 		t.Fatalf("applying the bundle with the takeover component: %v\n%s", err, out)
 	}

@@ -123,6 +123,13 @@ func loadInputs(ctx context.Context) (inputs, error) {
 			o.SetName(namePrefix + o.GetName())
 			o.SetNamespace(installNamespace)
 		}
+		if k := o.GetKind(); (k == "ClusterRole" || k == "ClusterRoleBinding") && !strings.HasPrefix(o.GetName(), namePrefix) {
+			// The takeover component's, cluster-scoped.
+			o.SetName(namePrefix + o.GetName())
+			if ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name"); ref != "" && !strings.HasPrefix(ref, namePrefix) {
+				_ = unstructured.SetNestedField(o.Object, namePrefix+ref, "roleRef", "name")
+			}
+		}
 		if o.GetKind() == "Deployment" {
 			if err := withoutArg(o, takeOverArg); err != nil {
 				return inputs{}, err
