@@ -15,9 +15,16 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 )
 
-// Command is memcached's command line for m. Settings left unset in the
-// spec are left out, so memcached's own defaults apply.
+// Command is memcached's command line for m, reading the mounted Secrets.
+// Settings left unset in the spec are left out, so memcached's own defaults
+// apply.
 func Command(m *cachev1alpha1.Memcached) []string {
+	return command(m, tlsDir, path.Join(authDir, authFile))
+}
+
+// command is memcached's command line for m, reading its certificate, key
+// and CA from tlsAt and its authentication file at authAt.
+func command(m *cachev1alpha1.Memcached, tlsAt, authAt string) []string {
 	cmd := []string{"memcached", "--port=" + strconv.Itoa(int(port(m)))}
 	if v := m.Spec.Verbosity; v != nil && *v > 0 {
 		cmd = append(cmd, "-"+strings.Repeat("v", int(*v)))
@@ -38,14 +45,14 @@ func Command(m *cachev1alpha1.Memcached) []string {
 		}
 	}
 	if m.Spec.TLS != nil {
-		opts := "ssl_chain_cert=" + path.Join(tlsDir, material.CertKey) + ",ssl_key=" + path.Join(tlsDir, material.KeyKey)
+		opts := "ssl_chain_cert=" + path.Join(tlsAt, material.CertKey) + ",ssl_key=" + path.Join(tlsAt, material.KeyKey)
 		if verifiesClients(m) {
-			opts += ",ssl_ca_cert=" + path.Join(tlsDir, material.CAKey) + ",ssl_verify_mode=" + strconv.Itoa(sslVerifyModes[m.Spec.TLS.ClientCertificates])
+			opts += ",ssl_ca_cert=" + path.Join(tlsAt, material.CAKey) + ",ssl_verify_mode=" + strconv.Itoa(sslVerifyModes[m.Spec.TLS.ClientCertificates])
 		}
 		cmd = append(cmd, "--enable-ssl", "--extended="+opts)
 	}
 	if m.Spec.Auth != nil {
-		cmd = append(cmd, "--auth-file="+path.Join(authDir, authFile))
+		cmd = append(cmd, "--auth-file="+authAt)
 	}
 	return cmd
 }
@@ -60,7 +67,7 @@ func container(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerApp
 		WithName(ContainerName).
 		WithImage(images.Image(m)).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
-		WithCommand(Command(m)...).
+		WithCommand(memcachedCommand(m, images)...).
 		// When memcached exits with an error, the end of its log becomes
 		// the termination message, which the Memcached's status quotes.
 		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError).
@@ -80,13 +87,28 @@ func container(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerApp
 	if r := resources(m.Spec.Resources); r != nil {
 		c.WithResources(r)
 	}
-	if m.Spec.TLS != nil {
-		c.WithVolumeMounts(mount(tlsVolume, tlsDir))
-	}
-	if m.Spec.Auth != nil {
-		c.WithVolumeMounts(mount(authVolume, authDir))
+	switch {
+	case RunsReloader(m, images):
+		// Only what the reloader checked: never the Secrets themselves.
+		c.WithVolumeMounts(mount(servedVolume, servedDir))
+	default:
+		if m.Spec.TLS != nil {
+			c.WithVolumeMounts(mount(tlsVolume, tlsDir))
+		}
+		if m.Spec.Auth != nil {
+			c.WithVolumeMounts(mount(authVolume, authDir))
+		}
 	}
 	return c
+}
+
+// memcachedCommand is memcached's command line in m's pods: with the
+// reloader, reading the served directory it fills.
+func memcachedCommand(m *cachev1alpha1.Memcached, images Images) []string {
+	if RunsReloader(m, images) {
+		return command(m, servedDir, path.Join(servedDir, authFile))
+	}
+	return Command(m)
 }
 
 // exporter is the Prometheus memcached exporter's container: it reads
@@ -131,13 +153,27 @@ func exporter(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerAppl
 }
 
 // reloader is the container that has memcached load new Secret content in
-// place (cmd/reloader). It runs as memcached's user, mounts what memcached
-// mounts and nothing else, and makes no request to the apiserver (the pod
-// has no token).
+// place (cmd/reloader). It runs as memcached's user, mounts the Secrets
+// memcached uses and the served directory it fills for memcached, and makes
+// no request to the apiserver (the pod has no token).
 func reloader(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerApplyConfiguration {
-	args := []string{"--memcached-address=localhost:" + strconv.Itoa(int(port(m)))}
+	return reloaderContainer(m, images, ReloaderContainerName, "--memcached-address=localhost:"+strconv.Itoa(int(port(m))))
+}
+
+// reloaderPrepare is the pods' init container: the reloader checks the
+// mounted Secrets and copies them to the served directory, before memcached
+// starts; a pod whose Secrets are unfit does not start, and says why.
+func reloaderPrepare(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerApplyConfiguration {
+	return reloaderContainer(m, images, ReloaderPrepareContainerName, "--prepare")
+}
+
+// reloaderContainer is the reloader as the container name, with args
+// before the files' flags: it mounts the Secrets read-only and the served
+// directory read-write.
+func reloaderContainer(m *cachev1alpha1.Memcached, images Images, name string, args ...string) *corev1ac.ContainerApplyConfiguration {
+	args = append(args, "--served-dir="+servedDir)
 	c := corev1ac.Container().
-		WithName(ReloaderContainerName).
+		WithName(name).
 		WithImage(images.Reloader).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithCommand(reloaderCommand).
@@ -159,5 +195,6 @@ func reloader(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerAppl
 		args = append(args, "--auth-file="+path.Join(authDir, authFile))
 		c.WithVolumeMounts(mount(authVolume, authDir))
 	}
+	c.WithVolumeMounts(corev1ac.VolumeMount().WithName(servedVolume).WithMountPath(servedDir))
 	return c.WithArgs(args...)
 }

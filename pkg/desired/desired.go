@@ -76,6 +76,12 @@ const (
 	tlsDir     = "/etc/memcached/tls"
 	authVolume = "auth"
 	authDir    = "/etc/memcached/auth"
+	// servedVolume is the memory-backed volume the reloader fills with the
+	// files it checked, from which alone memcached reads them (servedDir),
+	// in the pods that run the reloader; servedSize bounds it.
+	servedVolume = "served"
+	servedDir    = "/etc/memcached/served"
+	servedSize   = "1Mi"
 	// authFile is the authentication file's name in authDir, whatever the
 	// Secret's key.
 	authFile = "authfile"
@@ -99,6 +105,10 @@ const (
 	// Secret content in place (cmd/reloader), in the pods of a Memcached
 	// with TLS or authentication.
 	ReloaderContainerName = "reloader"
+	// ReloaderPrepareContainerName is the init container in which the
+	// reloader checks the mounted Secrets and puts them where memcached
+	// reads them, before memcached starts.
+	ReloaderPrepareContainerName = "reloader-prepare"
 	// reloaderCommand is the reloader's path in the operator's image.
 	reloaderCommand = "/reloader"
 

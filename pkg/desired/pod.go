@@ -3,6 +3,7 @@ package desired
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
@@ -22,7 +23,11 @@ func podSpec(m *cachev1alpha1.Memcached, images Images) *corev1ac.PodSpecApplyCo
 		ps.WithContainers(exporter(m, images))
 	}
 	if RunsReloader(m, images) {
+		ps.WithInitContainers(reloaderPrepare(m, images))
 		ps.WithContainers(reloader(m, images))
+		ps.WithVolumes(corev1ac.Volume().WithName(servedVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource().
+			WithMedium(corev1.StorageMediumMemory).
+			WithSizeLimit(resource.MustParse(servedSize))))
 		if m.Spec.Auth != nil {
 			// The reloader signals memcached to read its authentication
 			// file again: it must see memcached's process.

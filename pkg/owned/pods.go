@@ -87,10 +87,16 @@ func SummarizePod(p *corev1.Pod) *Pod {
 		}
 	}
 	images := map[string]string{}
-	for _, c := range p.Spec.Containers {
+	for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
 		images[c.Name] = c.Image
 	}
-	for _, st := range p.Status.ContainerStatuses {
+	initContainer := map[string]bool{}
+	for _, st := range p.Status.InitContainerStatuses {
+		initContainer[st.Name] = true
+	}
+	// The init containers first (the reloader checking the mounted
+	// Secrets before memcached starts), as the pod runs them.
+	for _, st := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
 		if st.Name == desired.ReloaderContainerName {
 			// Its exit on a failed reload is how it tells, not a crash.
 			if t := reloadFailure(st); t != nil {
@@ -98,7 +104,8 @@ func SummarizePod(p *corev1.Pod) *Pod {
 				continue
 			}
 		}
-		if st.Ready {
+		if st.Ready || (initContainer[st.Name] && st.State.Terminated != nil && st.State.Terminated.ExitCode == 0) {
+			// Ready, or an init container that did its work.
 			continue
 		}
 		c := ContainerProblem{Name: st.Name, Image: images[st.Name], RestartCount: st.RestartCount}

@@ -54,6 +54,26 @@ func TestPodSummaryKeepsOnlyWhyItIsNotReady(t *testing.T) {
 		Terminated: "Error", ExitCode: 71, TerminatedMessage: "failed to listen",
 	}}))
 
+	// The reloader's init container refusing the mounted Secrets is why
+	// the pod does not start; once it has done its work it says nothing.
+	preparing := corev1.PodStatus{
+		InitContainerStatuses: []corev1.ContainerStatus{{Name: "reloader-prepare", RestartCount: 1,
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1, Message: "the mounted certificate is not fit to serve"}}}},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "memcached", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}},
+	}
+	p = owned.SummarizePod(podOf("cache-5d8f", "5d8f", preparing))
+	g.Expect(p.Containers).To(Equal([]owned.ContainerProblem{{
+		Name: "reloader-prepare", RestartCount: 1, Waiting: "CrashLoopBackOff", Message: "back-off",
+		Terminated: "Error", ExitCode: 1, TerminatedMessage: "the mounted certificate is not fit to serve",
+	}}))
+	prepared := corev1.PodStatus{
+		InitContainerStatuses: []corev1.ContainerStatus{{Name: "reloader-prepare",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", ExitCode: 0}}}},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "memcached", Ready: true}},
+	}
+	g.Expect(owned.SummarizePod(podOf("cache-5d8f", "5d8f", prepared)).Troubled()).To(BeFalse())
+
 	going := podOf("cache-5d8f", "5d8f", failing)
 	going.DeletionTimestamp = &metav1.Time{}
 	g.Expect(owned.SummarizePod(going).Troubled()).To(BeFalse(), "a terminating pod no longer stands in the way")

@@ -42,6 +42,12 @@ type Config struct {
 	ServerName string
 	// AuthFile is memcached's authentication file. Empty: none.
 	AuthFile string
+	// ServedDir, when set, is where memcached reads its files from instead
+	// of TLSDir and AuthFile: the reloader copies them there once they
+	// pass its checks (Prepare, before memcached starts; then each change),
+	// and keeps there what it must remember across its restarts (see
+	// served.go). Empty: memcached reads the mounted files themselves.
+	ServedDir string
 	// Interval is how often the mounted files are read.
 	Interval time.Duration
 	// Timeout bounds a reload, from seeing new files to confirming that
@@ -82,10 +88,19 @@ type Reloader struct {
 	// when they are looked at again.
 	refused      string
 	refusedUntil time.Time
+	// published is what the served directory holds (with ServedDir):
+	// content is published once checked, before memcached is told, so
+	// that after a failed reload a restarted reloader (which takes the
+	// served files as loaded) does not try it again and fail again: the
+	// operator restarts the pod once for it, and the pod starts from it.
+	published files
+	// refusedAuth is the digest of the authentication file last found
+	// unfit: told once.
+	refusedAuth string
 }
 
-// New returns a Reloader that takes the files mounted now as those
-// memcached loaded when it started.
+// New returns a Reloader that takes the files served now (with
+// c.ServedDir; else the files mounted now) as those memcached loaded.
 func New(c Config) (*Reloader, error) {
 	if c.TLSDir == "" && c.AuthFile == "" {
 		return nil, errors.New("nothing to reload: neither a TLS directory nor an authentication file")
@@ -103,11 +118,15 @@ func New(c Config) (*Reloader, error) {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
 	r := &Reloader{c: c}
-	f, err := r.read()
+	read := r.read
+	if c.ServedDir != "" {
+		read = r.served
+	}
+	f, err := read()
 	if err != nil {
 		return nil, err
 	}
-	r.loaded = f
+	r.loaded, r.published = f, f
 	return r, nil
 }
 
@@ -143,6 +162,18 @@ func (r *Reloader) Check(ctx context.Context) error {
 		return err
 	}
 	if r.c.AuthFile != "" && now.authDigest() != r.loaded.authDigest() {
+		if err := r.authFit(now.auth); err != nil {
+			if r.refusedAuth != now.authDigest() {
+				r.refusedAuth = now.authDigest()
+				r.c.Log.Warn("the mounted authentication file is not fit to load; memcached keeps the one it has", "error", err.Error())
+			}
+			return nil
+		}
+		next := r.published
+		next.auth = now.auth
+		if err := r.publishIfServed(next); err != nil {
+			return err
+		}
 		start := time.Now()
 		if err := r.reloadAuth(ctx, now.auth); err != nil {
 			return &Failure{What: "authentication file", Err: err}
@@ -167,6 +198,11 @@ func (r *Reloader) Check(ctx context.Context) error {
 			r.c.Log.Warn("the mounted certificate is not fit to serve; memcached keeps the one it has", "error", err.Error())
 			return nil
 		}
+		next := r.published
+		next.cert, next.key, next.ca = now.cert, now.key, now.ca
+		if err := r.publishIfServed(next); err != nil {
+			return err
+		}
 		if gone := removedCAs(r.loaded.ca, now.ca); r.c.ClientCertificate && len(gone) > 0 {
 			// memcached 1.6's refresh_certs adds ca.crt's certificates to
 			// those it trusts and never removes one: a client of a CA
@@ -183,5 +219,28 @@ func (r *Reloader) Check(ctx context.Context) error {
 		r.c.Log.Info("memcached serves the new certificate", "serial", leaf.SerialNumber.String(),
 			"notAfter", leaf.NotAfter.UTC().Format(time.RFC3339), "took", time.Since(start).String())
 	}
+	return nil
+}
+
+// authFit tells whether memcached reads b as an authentication file that
+// lets every user in: with a served directory only, as before it the
+// mounted file reached memcached unchecked (the operator reports it).
+func (r *Reloader) authFit(b []byte) error {
+	if r.c.ServedDir == "" {
+		return nil
+	}
+	return material.CheckAuthFile(b)
+}
+
+// publishIfServed makes f the served directory's content, when memcached
+// reads one.
+func (r *Reloader) publishIfServed(f files) error {
+	if r.c.ServedDir == "" {
+		return nil
+	}
+	if err := r.publish(f); err != nil {
+		return fmt.Errorf("publishing the checked files to %s: %w", r.c.ServedDir, err)
+	}
+	r.published = f
 	return nil
 }
