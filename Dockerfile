@@ -1,7 +1,7 @@
 # Builds the operator image: static binaries on a distroless, non-root base.
 # /manager is the operator; /reloader runs beside memcached in the pods of a
 # Memcached with TLS or authentication (cmd/reloader).
-FROM golang:1.26 AS builder
+FROM golang:1.27 AS builder
 WORKDIR /workspace
 # Modules first, so that this layer is cached across source changes.
 COPY go.mod go.sum ./

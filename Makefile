@@ -35,6 +35,12 @@ HELM := $(BIN_DIR)/helm
 # The tests need the control-plane binaries: envtest starts etcd and
 # kube-apiserver from here, the cluster tests run kwokctl.
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
+# The project builds with the toolchain go.mod names (go1.27.3), which the go
+# command fetches from the module proxy once; a machine's go env may say
+# GOTOOLCHAIN=local, which would build with whatever Go is installed. The
+# tools modules under hack/tools name none newer than theirs, and build with
+# the installed Go, but for govulncheck, which must read go1.27 sources.
+export GOTOOLCHAIN := auto
 GO_TEST_FLAGS ?=
 
 .DEFAULT_GOAL := help

@@ -2,6 +2,8 @@ module github.com/example/memcached-operator
 
 go 1.26.0
 
+toolchain go1.27.3
+
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/KimMachineGun/automemlimit v1.0.1

@@ -21,7 +21,7 @@
 #
 # The Dockerfile's bases cannot be pulled here, so two stand-ins are imported
 # under the names it uses, and only when no image of that name exists (a real
-# one is never replaced): golang:1.26 (this machine's Go toolchain, a busybox
+# one is never replaced): golang:1.27 (the project's Go toolchain, a busybox
 # shell, CA certificates) and gcr.io/distroless/static:nonroot (user and group
 # nonroot 65532, CA certificates, tzdata, /tmp). They carry the label
 # memcached-operator.stand-in=true. Users who build the image elsewhere get
@@ -200,7 +200,8 @@ standin() {
 
 golang_standin() {
   local dir="${work}/golang" goroot
-  goroot="$(go env GOROOT)"
+  # The toolchain go.mod names, as the go command in the repository picks it.
+  goroot="$(cd "${ROOT}" && go env GOROOT)"
   mkdir -p "${dir}/bin" "${dir}/usr/local" "${dir}/etc/ssl/certs" "${dir}/tmp" "${dir}/go"
   cp /bin/busybox "${dir}/bin/busybox"
   for app in $(/bin/busybox --list); do
@@ -233,7 +234,7 @@ operator() {
   h="$(cd "${ROOT}" && hash_of Dockerfile go.mod go.sum $(git ls-files -co --exclude-standard api applyconfig cmd pkg | sort) <(go version))"
   current "${name}" "${h}" && { echo "up to date: ${name}"; return; }
   docker_ready
-  standin golang:1.26 golang_standin
+  standin golang:1.27 golang_standin
   standin gcr.io/distroless/static:nonroot distroless_standin
   echo "building ${name} from the Dockerfile"
   local start=${SECONDS}
