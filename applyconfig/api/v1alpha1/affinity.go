@@ -24,10 +24,13 @@ package v1alpha1
 // Affinity is the core API's Affinity.
 type AffinityApplyConfiguration struct {
 	// nodeAffinity: the nodes the pods may or prefer to run on.
+	//
 	NodeAffinity *NodeAffinityApplyConfiguration `json:"nodeAffinity,omitempty"`
 	// podAffinity: pods the memcached pods run near.
+	//
 	PodAffinity *PodAffinityApplyConfiguration `json:"podAffinity,omitempty"`
 	// podAntiAffinity: pods the memcached pods run away from.
+	//
 	PodAntiAffinity *PodAffinityApplyConfiguration `json:"podAntiAffinity,omitempty"`
 }
 

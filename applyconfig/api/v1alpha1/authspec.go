@@ -27,8 +27,10 @@ type AuthSpecApplyConfiguration struct {
 	// memcached's authentication file under key: one user:password per
 	// line. A client authenticates by sending, before any other command,
 	// "set <any key> 0 0 <length>" with "<user> <password>" as the value.
+	//
 	SecretName *string `json:"secretName,omitempty"`
 	// key is the Secret's key that holds the authentication file.
+	//
 	Key *string `json:"key,omitempty"`
 }
 

@@ -25,6 +25,7 @@ package v1alpha1
 // the Memcached's namespace.
 type ImagePullSecretApplyConfiguration struct {
 	// name is the Secret's name.
+	//
 	Name *string `json:"name,omitempty"`
 }
 

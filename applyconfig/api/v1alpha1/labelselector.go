@@ -28,8 +28,10 @@ import (
 // LabelSelector is the core API's label selector.
 type LabelSelectorApplyConfiguration struct {
 	// matchLabels select objects with each of these labels.
+	//
 	MatchLabels map[string]apiv1alpha1.LabelValue `json:"matchLabels,omitempty"`
 	// matchExpressions select objects matching each of these requirements.
+	//
 	MatchExpressions []LabelSelectorRequirementApplyConfiguration `json:"matchExpressions,omitempty"`
 }
 

@@ -28,10 +28,13 @@ import (
 // LabelSelectorRequirement is the core API's label selector requirement.
 type LabelSelectorRequirementApplyConfiguration struct {
 	// key is the label key the requirement applies to.
+	//
 	Key *apiv1alpha1.LabelKey `json:"key,omitempty"`
 	// operator is In, NotIn, Exists or DoesNotExist.
+	//
 	Operator *string `json:"operator,omitempty"`
 	// values are the label values of In and NotIn.
+	//
 	Values []apiv1alpha1.LabelValue `json:"values,omitempty"`
 }
 

@@ -40,9 +40,11 @@ type MemcachedApplyConfiguration struct {
 	// metadata is the object's metadata.
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
 	// spec is the desired state of the cache.
+	//
 	Spec *MemcachedSpecApplyConfiguration `json:"spec,omitempty"`
 	// status is the observed state of the cache, written by the operator.
 	// Until then it reads as observedGeneration 0.
+	//
 	Status *MemcachedStatusApplyConfiguration `json:"status,omitempty"`
 }
 

@@ -34,75 +34,95 @@ type MemcachedSpecApplyConfiguration struct {
 	// size is the number of memcached pods. It is the scale subresource's
 	// replica count, so `kubectl scale memcached/NAME --replicas=N` and a
 	// HorizontalPodAutoscaler set it too.
+	//
 	Size *int32 `json:"size,omitempty"`
 	// containerPort is the TCP port memcached listens on.
+	//
 	ContainerPort *int32 `json:"containerPort,omitempty"`
 	// image is the memcached container image. When empty, the operator's
 	// default is used (its --memcached-image flag, or the MEMCACHED_IMAGE
 	// environment variable).
+	//
 	Image *string `json:"image,omitempty"`
 	// memoryLimitMiB is the memory memcached may use for items, in MiB
 	// (memcached's -m). When empty, memcached's own default (64) applies.
 	// Keep it below resources.limits.memory, with room for connections
 	// and memcached's own overhead, or the container is killed when full.
+	//
 	MemoryLimitMiB *int32 `json:"memoryLimitMiB,omitempty"`
 	// maxConnections is the maximum number of simultaneous connections
 	// (memcached's -c). When empty, memcached's own default (1024) applies.
+	//
 	MaxConnections *int32 `json:"maxConnections,omitempty"`
 	// threads is the number of worker threads (memcached's -t). When empty,
 	// memcached's own default (4) applies.
+	//
 	Threads *int32 `json:"threads,omitempty"`
 	// maxItemSize is the largest item memcached stores (memcached's -I),
 	// in Ki, Mi or Gi, such as 2Mi. When empty, memcached's own
 	// default (1Mi) applies. memcached accepts multiples of 512Ki from
 	// 512Ki to 1Gi, and at most half of memoryLimitMiB.
+	//
 	MaxItemSize *string `json:"maxItemSize,omitempty"`
 	// verbosity is memcached's logging level: 0 logs errors only, 1
 	// (memcached's -v) adds client errors and warnings, 2 (-vv) adds every
 	// command and response. Level 2 logs keys; use it only to debug.
+	//
 	Verbosity *int32 `json:"verbosity,omitempty"`
 	// imagePullSecrets name Secrets in the Memcached's namespace that the
 	// kubelet uses to pull the memcached and exporter images.
+	//
 	ImagePullSecrets []ImagePullSecretApplyConfiguration `json:"imagePullSecrets,omitempty"`
 	// priorityClassName is the PriorityClass of the memcached pods. The
 	// class must exist when the pods are created, or the Deployment reports
 	// that it cannot create them.
+	//
 	PriorityClassName *string `json:"priorityClassName,omitempty"`
 	// podLabels are added to the memcached pods' labels. They cannot set
 	// the labels that select the pods.
+	//
 	PodLabels map[string]apiv1alpha1.LabelValue `json:"podLabels,omitempty"`
 	// podAnnotations are added to the memcached pods' annotations.
 	// Changing them rolls the pods.
+	//
 	PodAnnotations map[string]apiv1alpha1.AnnotationValue `json:"podAnnotations,omitempty"`
 	// monitoring runs the Prometheus memcached exporter beside memcached
 	// and, when the cluster has the Prometheus Operator, a ServiceMonitor
 	// that scrapes it. Off when empty.
+	//
 	Monitoring *MonitoringSpecApplyConfiguration `json:"monitoring,omitempty"`
 	// tls makes memcached serve TLS only, with the certificate and key of
 	// a Secret, and optionally verify client certificates. Off when empty.
 	// A change of the Secret's content rolls the pods, one at a time.
+	//
 	TLS *TLSSpecApplyConfiguration `json:"tls,omitempty"`
 	// auth makes memcached require a user name and password from every
 	// client (memcached's ASCII authentication, -Y), from a Secret. Off
 	// when empty. A change of the Secret's content rolls the pods, one at
 	// a time. The exporter cannot authenticate, so auth and monitoring
 	// cannot be on together.
+	//
 	Auth *AuthSpecApplyConfiguration `json:"auth,omitempty"`
 	// networkPolicy, when enabled, makes a NetworkPolicy named after the
 	// Memcached that lets only the clients it names reach memcached's port
 	// and only the metrics clients it names reach the exporter's; nothing
 	// else reaches the pods. It takes effect where the cluster's network
 	// plugin enforces NetworkPolicies. Off when empty.
+	//
 	NetworkPolicy *NetworkPolicySpecApplyConfiguration `json:"networkPolicy,omitempty"`
 	// resources are the memcached container's compute resources. When
 	// empty, the container has no requests or limits.
+	//
 	Resources *v1.ResourceRequirements `json:"resources,omitempty"`
 	// nodeSelector is copied as-is to the memcached pods: they run only on
 	// nodes with these labels.
+	//
 	NodeSelector map[string]apiv1alpha1.LabelValue `json:"nodeSelector,omitempty"`
 	// affinity is copied as-is to the memcached pods.
+	//
 	Affinity *AffinityApplyConfiguration `json:"affinity,omitempty"`
 	// tolerations are copied as-is to the memcached pods.
+	//
 	Tolerations []TolerationApplyConfiguration `json:"tolerations,omitempty"`
 	// topologySpreadConstraints replace the operator's default spreading
 	// when set. By default the pods of a Memcached are spread across nodes
@@ -110,6 +130,7 @@ type MemcachedSpecApplyConfiguration struct {
 	// of the current revision only), so
 	// that losing a node loses as little of the cache as the scheduler can
 	// manage.
+	//
 	TopologySpreadConstraints []TopologySpreadConstraintApplyConfiguration `json:"topologySpreadConstraints,omitempty"`
 }
 

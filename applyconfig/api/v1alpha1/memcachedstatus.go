@@ -32,28 +32,36 @@ type MemcachedStatusApplyConfiguration struct {
 	// Degraded, and the kstatus conditions Reconciling and Stalled that
 	// GitOps tools read. Other controllers may add conditions of their own
 	// types; the operator leaves them alone.
+	//
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// observedGeneration is the metadata.generation this status was computed
 	// for; 0 until the operator first writes the status, so that a Memcached
 	// nothing has looked at yet reads as in progress, never as current.
+	//
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// replicas is the number of memcached pods that exist (the scale
 	// subresource's status replica count).
+	//
 	Replicas *int32 `json:"replicas,omitempty"`
 	// readyReplicas is the number of memcached pods that are ready.
+	//
 	ReadyReplicas *int32 `json:"readyReplicas,omitempty"`
 	// selector is the label selector of the memcached pods, in string form
 	// (the scale subresource's selector, used by a HorizontalPodAutoscaler).
+	//
 	Selector *string `json:"selector,omitempty"`
 	// image is the memcached image the operator gives the pods: spec.image,
 	// or the operator's default when that is unset.
+	//
 	Image *string `json:"image,omitempty"`
 	// service tells clients where to connect: the headless Service that
 	// resolves to one address per ready memcached pod. It is set once the
 	// operator has applied the Service.
+	//
 	Service *ServiceStatusApplyConfiguration `json:"service,omitempty"`
 	// tls tells about memcached's certificate (spec.tls), while the
 	// Secret holds one valid now for the Service's name.
+	//
 	TLS *TLSStatusApplyConfiguration `json:"tls,omitempty"`
 }
 

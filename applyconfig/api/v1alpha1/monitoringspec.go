@@ -32,17 +32,21 @@ type MonitoringSpecApplyConfiguration struct {
 	// memcached pod, serving Prometheus metrics on the port named
 	// "metrics" (9150), which the Service exposes too. Turning it off
 	// removes the container, the port and the ServiceMonitor.
+	//
 	Enabled *bool `json:"enabled,omitempty"`
 	// interval is how often Prometheus scrapes the exporter, as a
 	// Prometheus duration such as 30s or 1m. When empty, Prometheus's own
 	// scrape interval applies.
+	//
 	Interval *string `json:"interval,omitempty"`
 	// serviceMonitorLabels are the ServiceMonitor's labels beyond the
 	// operator's own: what a Prometheus's serviceMonitorSelector selects
 	// on, such as release: prometheus.
+	//
 	ServiceMonitorLabels map[string]apiv1alpha1.LabelValue `json:"serviceMonitorLabels,omitempty"`
 	// resources are the exporter container's compute resources. When
 	// empty, it has no requests or limits.
+	//
 	Resources *v1.ResourceRequirements `json:"resources,omitempty"`
 }
 

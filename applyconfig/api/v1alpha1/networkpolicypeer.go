@@ -28,8 +28,10 @@ package v1alpha1
 // selector ({}) selects all.
 type NetworkPolicyPeerApplyConfiguration struct {
 	// podSelector selects the pods that may connect.
+	//
 	PodSelector *LabelSelectorApplyConfiguration `json:"podSelector,omitempty"`
 	// namespaceSelector selects the namespaces whose pods may connect.
+	//
 	NamespaceSelector *LabelSelectorApplyConfiguration `json:"namespaceSelector,omitempty"`
 }
 

@@ -26,15 +26,18 @@ type NetworkPolicySpecApplyConfiguration struct {
 	// enabled makes the NetworkPolicy. Turning it off deletes it: the
 	// pods are then reached as before (other NetworkPolicies that select
 	// them still apply).
+	//
 	Enabled *bool `json:"enabled,omitempty"`
 	// clients are the pods that may connect to memcached's port. When
 	// empty, every pod of the Memcached's namespace may.
+	//
 	Clients []NetworkPolicyPeerApplyConfiguration `json:"clients,omitempty"`
 	// metricsClients are the pods that may connect to the exporter's port
 	// while monitoring is enabled. When empty, every pod of the namespaces
 	// labelled cache.example.com/metrics: enabled may: the label the
 	// operator's own metrics NetworkPolicy admits; give it to the namespace
 	// Prometheus runs in.
+	//
 	MetricsClients []NetworkPolicyPeerApplyConfiguration `json:"metricsClients,omitempty"`
 }
 

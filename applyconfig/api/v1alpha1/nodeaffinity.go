@@ -25,8 +25,10 @@ package v1alpha1
 type NodeAffinityApplyConfiguration struct {
 	// requiredDuringSchedulingIgnoredDuringExecution: the pods run only on
 	// nodes matching one of its terms.
+	//
 	Required *NodeSelectorApplyConfiguration `json:"requiredDuringSchedulingIgnoredDuringExecution,omitempty"`
 	// preferredDuringSchedulingIgnoredDuringExecution: weighted preferences.
+	//
 	Preferred []PreferredSchedulingTermApplyConfiguration `json:"preferredDuringSchedulingIgnoredDuringExecution,omitempty"`
 }
 

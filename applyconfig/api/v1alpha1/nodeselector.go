@@ -24,6 +24,7 @@ package v1alpha1
 // NodeSelector is the core API's NodeSelector.
 type NodeSelectorApplyConfiguration struct {
 	// nodeSelectorTerms: a node matching any of them is eligible.
+	//
 	NodeSelectorTerms []NodeSelectorTermApplyConfiguration `json:"nodeSelectorTerms,omitempty"`
 }
 

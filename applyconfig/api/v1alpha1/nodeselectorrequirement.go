@@ -28,10 +28,13 @@ import (
 // NodeSelectorRequirement is the core API's NodeSelectorRequirement.
 type NodeSelectorRequirementApplyConfiguration struct {
 	// key is the node label (or field) the requirement applies to.
+	//
 	Key *apiv1alpha1.LabelKey `json:"key,omitempty"`
 	// operator is In, NotIn, Exists, DoesNotExist, Gt or Lt.
+	//
 	Operator *string `json:"operator,omitempty"`
 	// values to compare with.
+	//
 	Values []string `json:"values,omitempty"`
 }
 

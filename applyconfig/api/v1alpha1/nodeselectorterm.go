@@ -24,8 +24,10 @@ package v1alpha1
 // NodeSelectorTerm is the core API's NodeSelectorTerm.
 type NodeSelectorTermApplyConfiguration struct {
 	// matchExpressions: requirements on node labels.
+	//
 	MatchExpressions []NodeSelectorRequirementApplyConfiguration `json:"matchExpressions,omitempty"`
 	// matchFields: requirements on node fields (only metadata.name).
+	//
 	MatchFields []NodeSelectorRequirementApplyConfiguration `json:"matchFields,omitempty"`
 }
 

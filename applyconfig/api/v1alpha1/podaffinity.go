@@ -25,8 +25,10 @@ package v1alpha1
 type PodAffinityApplyConfiguration struct {
 	// requiredDuringSchedulingIgnoredDuringExecution: terms every pod
 	// placement must satisfy.
+	//
 	Required []PodAffinityTermApplyConfiguration `json:"requiredDuringSchedulingIgnoredDuringExecution,omitempty"`
 	// preferredDuringSchedulingIgnoredDuringExecution: weighted preferences.
+	//
 	Preferred []WeightedPodAffinityTermApplyConfiguration `json:"preferredDuringSchedulingIgnoredDuringExecution,omitempty"`
 }
 

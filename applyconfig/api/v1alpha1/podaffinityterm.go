@@ -28,16 +28,22 @@ import (
 // PodAffinityTerm is the core API's PodAffinityTerm.
 type PodAffinityTermApplyConfiguration struct {
 	// labelSelector finds the pods this term is about.
+	//
 	LabelSelector *LabelSelectorApplyConfiguration `json:"labelSelector,omitempty"`
 	// namespaces the pods are looked for in; the Memcached's when empty.
+	//
 	Namespaces []string `json:"namespaces,omitempty"`
 	// topologyKey is the node label whose values are the domains.
+	//
 	TopologyKey *apiv1alpha1.LabelKey `json:"topologyKey,omitempty"`
 	// namespaceSelector selects namespaces the pods are looked for in.
+	//
 	NamespaceSelector *LabelSelectorApplyConfiguration `json:"namespaceSelector,omitempty"`
 	// matchLabelKeys are pod label keys whose values narrow the selector.
+	//
 	MatchLabelKeys []apiv1alpha1.LabelKey `json:"matchLabelKeys,omitempty"`
 	// mismatchLabelKeys are pod label keys whose values exclude pods.
+	//
 	MismatchLabelKeys []apiv1alpha1.LabelKey `json:"mismatchLabelKeys,omitempty"`
 }
 

@@ -24,8 +24,10 @@ package v1alpha1
 // PreferredSchedulingTerm is the core API's PreferredSchedulingTerm.
 type PreferredSchedulingTermApplyConfiguration struct {
 	// weight of the preference, from 1 to 100.
+	//
 	Weight *int32 `json:"weight,omitempty"`
 	// preference is the term nodes are matched against.
+	//
 	Preference *NodeSelectorTermApplyConfiguration `json:"preference,omitempty"`
 }
 

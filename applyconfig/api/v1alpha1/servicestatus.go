@@ -24,11 +24,14 @@ package v1alpha1
 // ServiceStatus names the Service clients connect through.
 type ServiceStatusApplyConfiguration struct {
 	// name is the Service's name, the Memcached's own.
+	//
 	Name *string `json:"name,omitempty"`
 	// port is the memcached port, named "memcached" on the Service.
+	//
 	Port *int32 `json:"port,omitempty"`
 	// address is "<name>.<namespace>.svc:<port>": a client in the cluster
 	// resolves the host to the address of every ready memcached pod.
+	//
 	Address *string `json:"address,omitempty"`
 }
 

@@ -32,12 +32,14 @@ type TLSSpecApplyConfiguration struct {
 	// (the certificate chain memcached presents), tls.key (its private
 	// key) and, when clientCertificates is Request or Require, ca.crt (the
 	// certificates of the CAs that client certificates must chain to).
+	//
 	SecretName *string `json:"secretName,omitempty"`
 	// clientCertificates is what memcached asks of clients' certificates:
 	// None (the default) asks for none; Request asks for one and refuses
 	// a connection whose certificate does not chain to ca.crt, but
 	// accepts one without; Require refuses a connection without a
 	// certificate that chains to ca.crt.
+	//
 	ClientCertificates *apiv1alpha1.ClientCertificates `json:"clientCertificates,omitempty"`
 }
 

@@ -29,11 +29,13 @@ import (
 // which the pods load within about a minute of its change.
 type TLSStatusApplyConfiguration struct {
 	// notAfter is when the certificate expires.
+	//
 	NotAfter *v1.Time `json:"notAfter,omitempty"`
 	// expiresSoon is true within 7 days of notAfter, or a sixth of the
 	// certificate's lifetime when that is shorter: it should have been
 	// renewed by then (cert-manager renews a third of the lifetime ahead).
 	// A Warning event CertificateExpiring says so when it turns true.
+	//
 	ExpiresSoon *bool `json:"expiresSoon,omitempty"`
 }
 

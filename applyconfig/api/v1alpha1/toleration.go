@@ -29,17 +29,22 @@ import (
 type TolerationApplyConfiguration struct {
 	// key is the taint key the toleration applies to; empty with operator
 	// Exists to tolerate every taint.
+	//
 	Key *string `json:"key,omitempty"`
 	// operator is Equal (the default: the taint's value must equal value)
 	// or Exists (any value).
+	//
 	Operator *string `json:"operator,omitempty"`
 	// value is the taint value to match with operator Equal.
+	//
 	Value *apiv1alpha1.LabelValue `json:"value,omitempty"`
 	// effect is the taint effect to match: NoSchedule, PreferNoSchedule or
 	// NoExecute; empty matches all.
+	//
 	Effect *string `json:"effect,omitempty"`
 	// tolerationSeconds is how long a pod stays bound to a node tainted
 	// NoExecute; unset: forever.
+	//
 	TolerationSeconds *int64 `json:"tolerationSeconds,omitempty"`
 }
 

@@ -29,20 +29,28 @@ import (
 type TopologySpreadConstraintApplyConfiguration struct {
 	// maxSkew is the largest difference allowed between the number of
 	// matching pods in any two topology domains.
+	//
 	MaxSkew *int32 `json:"maxSkew,omitempty"`
 	// topologyKey is the node label whose values are the domains.
+	//
 	TopologyKey *apiv1alpha1.LabelKey `json:"topologyKey,omitempty"`
 	// whenUnsatisfiable is DoNotSchedule or ScheduleAnyway.
+	//
 	WhenUnsatisfiable *string `json:"whenUnsatisfiable,omitempty"`
 	// labelSelector finds the pods counted in each domain.
+	//
 	LabelSelector *LabelSelectorApplyConfiguration `json:"labelSelector,omitempty"`
 	// minDomains is the minimum number of eligible domains.
+	//
 	MinDomains *int32 `json:"minDomains,omitempty"`
 	// nodeAffinityPolicy is Honor or Ignore.
+	//
 	NodeAffinityPolicy *string `json:"nodeAffinityPolicy,omitempty"`
 	// nodeTaintsPolicy is Honor or Ignore.
+	//
 	NodeTaintsPolicy *string `json:"nodeTaintsPolicy,omitempty"`
 	// matchLabelKeys are pod label keys whose values narrow the selector.
+	//
 	MatchLabelKeys []apiv1alpha1.LabelKey `json:"matchLabelKeys,omitempty"`
 }
 

@@ -24,8 +24,10 @@ package v1alpha1
 // WeightedPodAffinityTerm is the core API's WeightedPodAffinityTerm.
 type WeightedPodAffinityTermApplyConfiguration struct {
 	// weight of the preference, from 1 to 100.
+	//
 	Weight *int32 `json:"weight,omitempty"`
 	// podAffinityTerm is the preferred term.
+	//
 	PodAffinityTerm *PodAffinityTermApplyConfiguration `json:"podAffinityTerm,omitempty"`
 }
 
