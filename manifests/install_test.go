@@ -288,6 +288,11 @@ func grantedRules(t *testing.T, cfg *rest.Config, ns string) []string {
 		}
 		return out
 	}
+	// A new namespace gets its default ServiceAccount from the
+	// controller-manager, a moment after it is made.
+	NewWithT(t).Eventually(func() error {
+		return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{})
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the default ServiceAccount of %s", ns)
 	everyone := rules(serviceAccountConfigFor(t, ns, "default"))
 	var granted []string
 	for rule := range rules(cfg) {
