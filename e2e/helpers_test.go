@@ -87,7 +87,13 @@ func converged(t *testing.T, c client.Client, key client.ObjectKey, size int32) 
 		g.Expect(m.Status.ReadyReplicas).To(Equal(size))
 		g.Expect(c.Get(context.Background(), key, d)).To(Succeed())
 		g.Expect(*d.Spec.Replicas).To(Equal(size))
+		// The Deployment's controller done with it too: its status
+		// written for the last time until something changes.
+		g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
 		g.Expect(d.Status.UpdatedReplicas).To(Equal(size))
+		g.Expect(d.Status.Replicas).To(Equal(size))
+		g.Expect(d.Status.ReadyReplicas).To(Equal(size))
+		g.Expect(d.Status.AvailableReplicas).To(Equal(size))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	return m, d
 }

@@ -30,29 +30,9 @@ import (
 func TestBundleRunsTheOperatorInATargetNamespace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	csv, err := olm.ReadCSV()
-	g.Expect(err).NotTo(HaveOccurred())
-	// The bundle's CRD, as OLM installs it.
-	crd := repo.Path("manifests", "bundle", "manifests", "memcacheds.cache.example.com.yaml")
-	if out, err := kubectl(t, nil, "apply", "--server-side", "--field-manager=olm-test", "-f", crd); err != nil {
-		t.Fatalf("applying the bundle's CRD: %v\n%s", err, out)
-	}
-	if err := repo.WaitForCRDs(context.Background(), cluster.Kubeconfig, "crd/memcacheds.cache.example.com"); err != nil {
-		t.Fatalf("waiting for the CRD: %v", err)
-	}
-
 	operatorNS := testenv.Namespace(t, k8s)
 	target := testenv.Namespace(t, k8s)
-	install, err := olm.ForOperatorGroup(csv, operatorNS, target)
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, obj := range install.RBAC {
-		g.Expect(k8s.Create(ctx, obj)).To(Succeed())
-	}
-	t.Cleanup(func() {
-		for _, obj := range install.ClusterScoped() {
-			_ = k8s.Delete(context.Background(), obj)
-		}
-	})
+	install := installBundle(t, operatorNS, target)
 	// The Deployment, as OLM makes it: the apiserver accepts the spec and
 	// its field reference to the annotation.
 	g.Expect(k8s.Create(ctx, install.Deployment)).To(Succeed())
@@ -78,28 +58,9 @@ func TestBundleRunsTheOperatorInATargetNamespace(t *testing.T) {
 func TestBundleKeepsOwnNamespaceRulesNamespacedForAllNamespaces(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	csv, err := olm.ReadCSV()
-	g.Expect(err).NotTo(HaveOccurred())
-	crd := repo.Path("manifests", "bundle", "manifests", "memcacheds.cache.example.com.yaml")
-	if out, err := kubectl(t, nil, "apply", "--server-side", "--field-manager=olm-test", "-f", crd); err != nil {
-		t.Fatalf("applying the bundle's CRD: %v\n%s", err, out)
-	}
-	if err := repo.WaitForCRDs(context.Background(), cluster.Kubeconfig, "crd/memcacheds.cache.example.com"); err != nil {
-		t.Fatalf("waiting for the CRD: %v", err)
-	}
-
 	operatorNS := testenv.Namespace(t, k8s)
 	elsewhere := testenv.Namespace(t, k8s)
-	install, err := olm.ForOperatorGroup(csv, operatorNS)
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, obj := range install.RBAC {
-		g.Expect(k8s.Create(ctx, obj)).To(Succeed())
-	}
-	t.Cleanup(func() {
-		for _, obj := range install.ClusterScoped() {
-			_ = k8s.Delete(context.Background(), obj)
-		}
-	})
+	install := installBundle(t, operatorNS)
 
 	cfg := serviceAccountConfigFor(t, operatorNS, install.ServiceAccount)
 	for _, ns := range []string{elsewhere, "default"} {
@@ -126,4 +87,38 @@ func TestBundleKeepsOwnNamespaceRulesNamespacedForAllNamespaces(t *testing.T) {
 		_, rest, namespaced := strings.Cut(r.Path, "/namespaces/")
 		return !namespaced || strings.HasPrefix(rest, elsewhere+"/") || strings.HasPrefix(rest, operatorNS+"/")
 	})).To(BeEmpty(), "the bundle's permissions suffice")
+}
+
+// installBundle does what OLM does with the bundle for an OperatorGroup
+// of the target namespaces (none: all) in operatorNS, but the Deployment:
+// the CRD, the ServiceAccount and its roles, gone with the test.
+func installBundle(t *testing.T, operatorNS string, targets ...string) *olm.Install {
+	t.Helper()
+	g := NewWithT(t)
+	csv, err := olm.ReadCSV()
+	g.Expect(err).NotTo(HaveOccurred())
+	applyBundleCRD(t)
+	install, err := olm.ForOperatorGroup(csv, operatorNS, targets...)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, obj := range install.RBAC {
+		g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
+	}
+	t.Cleanup(func() {
+		for _, obj := range install.ClusterScoped() {
+			_ = k8s.Delete(context.Background(), obj)
+		}
+	})
+	return install
+}
+
+// applyBundleCRD applies the bundle's CRD, as OLM installs it.
+func applyBundleCRD(t *testing.T) {
+	t.Helper()
+	crd := repo.Path("manifests", "bundle", "manifests", "memcacheds.cache.example.com.yaml")
+	if out, err := kubectl(t, nil, "apply", "--server-side", "--field-manager=olm-test", "-f", crd); err != nil {
+		t.Fatalf("applying the bundle's CRD: %v\n%s", err, out)
+	}
+	if err := repo.WaitForCRDs(context.Background(), cluster.Kubeconfig, "crd/memcacheds.cache.example.com"); err != nil {
+		t.Fatalf("waiting for the CRD: %v", err)
+	}
 }

@@ -32,22 +32,29 @@ func digest(parts ...[]byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// read reads the mounted files.
 func (r *Reloader) read() (files, error) {
+	return r.readFrom(r.c.TLSDir, r.c.AuthFile)
+}
+
+// readFrom reads the certificate, key and CA in tlsDir (when the reloader
+// follows TLS) and the authentication file authFile (when it follows one).
+func (r *Reloader) readFrom(tlsDir, authFile string) (files, error) {
 	var f files
 	var err error
-	if d := r.c.TLSDir; d != "" {
-		if f.cert, err = os.ReadFile(filepath.Join(d, material.CertKey)); err != nil {
+	if r.c.TLSDir != "" {
+		if f.cert, err = os.ReadFile(filepath.Join(tlsDir, material.CertKey)); err != nil {
 			return f, err
 		}
-		if f.key, err = os.ReadFile(filepath.Join(d, material.KeyKey)); err != nil {
+		if f.key, err = os.ReadFile(filepath.Join(tlsDir, material.KeyKey)); err != nil {
 			return f, err
 		}
-		if f.ca, err = os.ReadFile(filepath.Join(d, material.CAKey)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if f.ca, err = os.ReadFile(filepath.Join(tlsDir, material.CAKey)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return f, err
 		}
 	}
 	if r.c.AuthFile != "" {
-		if f.auth, err = os.ReadFile(r.c.AuthFile); err != nil {
+		if f.auth, err = os.ReadFile(authFile); err != nil {
 			return f, err
 		}
 	}

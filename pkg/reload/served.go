@@ -52,26 +52,7 @@ func Prepare(c Config, now time.Time) error {
 
 // served reads the files of the served directory.
 func (r *Reloader) served() (files, error) {
-	var f files
-	var err error
-	d := r.c.ServedDir
-	if r.c.TLSDir != "" {
-		if f.cert, err = os.ReadFile(filepath.Join(d, material.CertKey)); err != nil {
-			return f, err
-		}
-		if f.key, err = os.ReadFile(filepath.Join(d, material.KeyKey)); err != nil {
-			return f, err
-		}
-		if f.ca, err = os.ReadFile(filepath.Join(d, material.CAKey)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return f, err
-		}
-	}
-	if r.c.AuthFile != "" {
-		if f.auth, err = os.ReadFile(filepath.Join(d, filepath.Base(r.c.AuthFile))); err != nil {
-			return f, err
-		}
-	}
-	return f, nil
+	return r.readFrom(r.c.ServedDir, filepath.Join(r.c.ServedDir, filepath.Base(r.c.AuthFile)))
 }
 
 // publish makes f the served directory's content, at once.

@@ -78,14 +78,7 @@ func ForOperatorGroup(csv *operatorsv1alpha1.ClusterServiceVersion, namespace st
 		if len(targets) == 0 {
 			// All namespaces: OLM grants the namespaced permissions
 			// cluster-wide.
-			name := fmt.Sprintf("%s-csv-permissions-%d", namespace, i)
-			in.RBAC = append(in.RBAC,
-				&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: p.Rules},
-				&rbacv1.ClusterRoleBinding{
-					ObjectMeta: metav1.ObjectMeta{Name: name},
-					RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-					Subjects:   subjects,
-				})
+			in.RBAC = append(in.RBAC, clusterRole(fmt.Sprintf("%s-csv-permissions-%d", namespace, i), p.Rules, subjects)...)
 			continue
 		}
 		for _, ns := range append([]string{namespace}, targets...) {
@@ -100,14 +93,7 @@ func ForOperatorGroup(csv *operatorsv1alpha1.ClusterServiceVersion, namespace st
 		}
 	}
 	for i, p := range strategy.ClusterPermissions {
-		name := fmt.Sprintf("%s-csv-%d", namespace, i)
-		in.RBAC = append(in.RBAC,
-			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: p.Rules},
-			&rbacv1.ClusterRoleBinding{
-				ObjectMeta: metav1.ObjectMeta{Name: name},
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-				Subjects:   subjects,
-			})
+		in.RBAC = append(in.RBAC, clusterRole(fmt.Sprintf("%s-csv-%d", namespace, i), p.Rules, subjects)...)
 	}
 	if spec.Template.Annotations == nil {
 		spec.Template.Annotations = map[string]string{}
@@ -127,6 +113,19 @@ func (in *Install) ClusterScoped() []client.Object {
 		}
 	}
 	return out
+}
+
+// clusterRole is a ClusterRole of rules and its binding to subjects, both
+// named name.
+func clusterRole(name string, rules []rbacv1.PolicyRule, subjects []rbacv1.Subject) []client.Object {
+	return []client.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules},
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects:   subjects,
+		},
+	}
 }
 
 // bundleRBAC are the bundle's Roles and RoleBindings (besides the CSV), as
