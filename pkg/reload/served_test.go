@@ -131,6 +131,25 @@ func TestPrepareRefusesUnfitFiles(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "newline") {
 		t.Fatalf("want the authentication file refused, got %v", err)
 	}
+
+	// Later, an unfit change is not published either: memcached keeps
+	// the file it has.
+	write(t, authDir, "authfile", []byte("alice:one\n"))
+	c := reload.Config{AuthFile: filepath.Join(authDir, "authfile"), ServedDir: served, Signal: func() error { return nil }}
+	if err := reload.Prepare(c, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r, err := reload.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, authDir, "authfile", []byte("alice:one\nbob"))
+	if err := r.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(served, "authfile")); string(got) != "alice:one\n" {
+		t.Errorf("served authentication file %q, want the fit one kept", got)
+	}
 }
 
 // The reloader's memory is the served directory, which outlives it in the
