@@ -316,22 +316,10 @@ func namespacedRBAC(rules []any) (string, error) {
 		"metadata":   map[string]any{"name": namePrefix + "manager", "namespace": "NS"},
 		"rules":      rules,
 	}}
-	binding := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "rbac.authorization.k8s.io/v1",
-		"kind":       "RoleBinding",
-		"metadata":   map[string]any{"name": namePrefix + "manager", "namespace": "NS"},
-		"roleRef":    map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": namePrefix + "manager"},
-		"subjects":   []any{map[string]any{"kind": "ServiceAccount", "name": namePrefix + "controller-manager", "namespace": installNamespace}},
-	}}
+	binding := roleBinding("manager", "Role")
 	// The takeover role, a ClusterRole, granted in the watched namespaces
 	// only.
-	takeover := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "rbac.authorization.k8s.io/v1",
-		"kind":       "RoleBinding",
-		"metadata":   map[string]any{"name": namePrefix + "takeover", "namespace": "NS"},
-		"roleRef":    map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": namePrefix + "takeover"},
-		"subjects":   []any{map[string]any{"kind": "ServiceAccount", "name": namePrefix + "controller-manager", "namespace": installNamespace}},
-	}}
+	takeover := roleBinding("takeover", "ClusterRole")
 	var docs []string
 	for _, o := range []*unstructured.Unstructured{role, binding, takeover} {
 		o.SetLabels(map[string]string{"app.kubernetes.io/name": "memcached-operator"})
@@ -347,6 +335,18 @@ func namespacedRBAC(rules []any) (string, error) {
 		docs = append(docs, "---\n"+text)
 	}
 	return "{{- range $ns := $.Values.watchNamespaces }}\n" + strings.Join(docs, "") + "{{- end }}\n", nil
+}
+
+// roleBinding binds the role name of kind (Role or ClusterRole) to the
+// operator's ServiceAccount, in a namespace the caller sets.
+func roleBinding(name, kind string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1",
+		"kind":       "RoleBinding",
+		"metadata":   map[string]any{"name": namePrefix + name, "namespace": "NS"},
+		"roleRef":    map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": namePrefix + name},
+		"subjects":   []any{map[string]any{"kind": "ServiceAccount", "name": namePrefix + "controller-manager", "namespace": installNamespace}},
+	}}
 }
 
 func chartFile(v semver.Version) []byte {
