@@ -92,19 +92,30 @@ verify: generate manifests chart bundle ## Regenerate everything and fail on any
 	@$(MAKE) --no-print-directory lint
 
 .PHONY: test
-test: k8s-binaries build helm $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run all tests: unit, integration (real kube-apiserver, local cluster) and end-to-end (with a real node).
+test: k8s-binaries build helm clients $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run all tests: unit, integration (real kube-apiserver, local cluster) and end-to-end (with a real node).
 	$(MAKE) --no-print-directory vulncheck
 	go test -tags integration $(GO_TEST_FLAGS) ./...
 	go test -tags e2e -timeout 30m $(GO_TEST_FLAGS) ./e2e/...
 	$(MAKE) --no-print-directory bench-check
 	$(if $(filter 0,$(E2E_REAL_NODE)),,$(MAKE) --no-print-directory bench-cache-check)
 
+# The memcached clients no one here wrote that the tests run against the
+# discovery endpoint (hack/clients: npm packages pinned by their lock file).
+CLIENTS_DIR := $(BIN_DIR)/clients
+.PHONY: clients
+clients: $(CLIENTS_DIR)/.installed ## Install the memcached clients the tests run (hack/clients, with npm; cached).
+$(CLIENTS_DIR)/.installed: hack/clients/package.json hack/clients/package-lock.json
+	rm -rf $(CLIENTS_DIR) && mkdir -p $(CLIENTS_DIR)
+	cp hack/clients/package.json hack/clients/package-lock.json $(CLIENTS_DIR)/
+	cd $(CLIENTS_DIR) && npm ci --no-audit --no-fund --ignore-scripts
+	touch $@
+
 .PHONY: test-unit
 test-unit: ## Run the unit tests only: no control plane, no cluster, nothing to build first.
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-integration
-test-integration: k8s-binaries build helm ## Run the unit and integration tests (real kube-apiserver, local cluster), not the end-to-end suite.
+test-integration: k8s-binaries build helm clients ## Run the unit and integration tests (real kube-apiserver, local cluster), not the end-to-end suite.
 	go test -tags integration $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
