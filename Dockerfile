@@ -1,6 +1,7 @@
 # Builds the operator image: static binaries on a distroless, non-root base.
 # /manager is the operator; /reloader runs beside memcached in the pods of a
-# Memcached with TLS or authentication (cmd/reloader).
+# Memcached with TLS or authentication (cmd/reloader); /discovery serves the
+# Memcached's membership beside memcached (cmd/discovery).
 FROM golang:1.27 AS builder
 WORKDIR /workspace
 # Modules first, so that this layer is cached across source changes.
@@ -11,10 +12,11 @@ COPY applyconfig/ applyconfig/
 COPY cmd/ cmd/
 COPY pkg/ pkg/
 RUN CGO_ENABLED=0 go build -trimpath -o manager ./cmd && \
-    CGO_ENABLED=0 go build -trimpath -o reloader ./cmd/reloader
+    CGO_ENABLED=0 go build -trimpath -o reloader ./cmd/reloader && \
+    CGO_ENABLED=0 go build -trimpath -o discovery ./cmd/discovery
 
 FROM gcr.io/distroless/static:nonroot
 WORKDIR /
-COPY --from=builder /workspace/manager /workspace/reloader ./
+COPY --from=builder /workspace/manager /workspace/reloader /workspace/discovery ./
 USER 65532:65532
 ENTRYPOINT ["/manager"]

@@ -1,0 +1,70 @@
+package discovery
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/example/memcached-operator/pkg/material"
+)
+
+// ServedTLS is the endpoint's TLS: the certificate and key memcached
+// serves, read from dir (the pod's served directory, which holds only
+// checked files) at each handshake, so that the endpoint serves a
+// rotation when memcached does. With clientCertificates, a client must
+// present a certificate of dir's ca.crt, as memcached asks of it.
+func ServedTLS(dir string, clientCertificates bool) *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			pair, err := tls.LoadX509KeyPair(filepath.Join(dir, material.CertKey), filepath.Join(dir, material.KeyKey))
+			if err != nil {
+				return nil, fmt.Errorf("the served certificate: %w", err)
+			}
+			c := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
+			if clientCertificates {
+				ca, err := os.ReadFile(filepath.Join(dir, material.CAKey))
+				if err != nil {
+					return nil, fmt.Errorf("the served CA: %w", err)
+				}
+				pool := x509.NewCertPool()
+				if !pool.AppendCertsFromPEM(ca) {
+					return nil, errors.New("the served ca.crt holds no certificate")
+				}
+				c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
+			}
+			return c, nil
+		},
+	}
+}
+
+// DialServedTLS connects to memcached over TLS, as the pod's other
+// containers do: the connection never leaves the pod, and the certificate
+// names the Service, not localhost, so it is not verified; with
+// clientCertificate, it presents the served certificate and key (which
+// memcached, verifying clients, accepts: the operator checks that the
+// certificate allows client authentication). The files are read at each
+// connection, so a rotation is followed.
+func DialServedTLS(dir string, clientCertificate bool) func(ctx context.Context, address string) (net.Conn, error) {
+	return func(ctx context.Context, address string) (net.Conn, error) {
+		cfg := &tls.Config{
+			MinVersion:         tls.VersionTLS12,
+			InsecureSkipVerify: true, //nolint:gosec // the pod's loopback: memcached's own certificate names the Service
+		}
+		if clientCertificate {
+			pair, err := tls.LoadX509KeyPair(filepath.Join(dir, material.CertKey), filepath.Join(dir, material.KeyKey))
+			if err != nil {
+				return nil, fmt.Errorf("the served certificate: %w", err)
+			}
+			cfg.Certificates = []tls.Certificate{pair}
+		}
+		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: cfg}
+		return d.DialContext(ctx, "tcp", address)
+	}
+}
