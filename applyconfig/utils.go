@@ -36,6 +36,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.AffinityApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("AuthSpec"):
 		return &apiv1alpha1.AuthSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DiscoveryStatus"):
+		return &apiv1alpha1.DiscoveryStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullSecret"):
 		return &apiv1alpha1.ImagePullSecretApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LabelSelector"):

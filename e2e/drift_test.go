@@ -17,7 +17,7 @@ import (
 	"github.com/example/memcached-operator/pkg/desired"
 )
 
-// A person changes the Deployment by hand: the operator puts back what it
+// A person changes the StatefulSet by hand: the operator puts back what it
 // owns and keeps what it does not.
 func TestDrift(t *testing.T) {
 	var ns string
@@ -32,23 +32,23 @@ func TestDrift(t *testing.T) {
 			converged(t, c, key(), 2)
 			return ctx
 		}).
-		Assess("kubectl scale deployment is undone", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("kubectl scale statefulset is undone", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g := NewWithT(t)
-			_, err := kubectl(ctx, cfg, "", "scale", "deployment/cache", "-n", ns, "--replicas=5")
+			_, err := kubectl(ctx, cfg, "", "scale", "statefulset/cache", "-n", ns, "--replicas=5")
 			g.Expect(err).NotTo(HaveOccurred())
 			converged(t, kube(t, cfg), key(), 2)
 			out, err := kubectl(ctx, cfg, "", "get", "events.events.k8s.io", "-n", ns, "-o", "jsonpath={.items[*].note}")
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(out).To(ContainSubstring("Restored fields of Deployment cache changed by [kubectl"))
+			g.Expect(out).To(ContainSubstring("Restored fields of StatefulSet cache changed by [kubectl"))
 			return ctx
 		}).
 		Assess("an edited image is restored, a hand-made label and setting stay", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g := NewWithT(t)
-			_, err := kubectl(ctx, cfg, "", "set", "image", "deployment/cache", "-n", ns, "memcached=memcached:hand-picked")
+			_, err := kubectl(ctx, cfg, "", "set", "image", "statefulset/cache", "-n", ns, "memcached=memcached:hand-picked")
 			g.Expect(err).NotTo(HaveOccurred())
-			_, err = kubectl(ctx, cfg, "", "label", "deployment/cache", "-n", ns, "owner=alice")
+			_, err = kubectl(ctx, cfg, "", "label", "statefulset/cache", "-n", ns, "owner=alice")
 			g.Expect(err).NotTo(HaveOccurred())
-			_, err = kubectl(ctx, cfg, "", "patch", "deployment/cache", "-n", ns, "--type=merge", "-p", `{"spec":{"revisionHistoryLimit":3}}`)
+			_, err = kubectl(ctx, cfg, "", "patch", "statefulset/cache", "-n", ns, "--type=merge", "-p", `{"spec":{"revisionHistoryLimit":3}}`)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Eventually(func(g Gomega) {
 				_, d := converged(t, kube(t, cfg), key(), 2)

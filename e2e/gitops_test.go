@@ -23,7 +23,7 @@ import (
 // GitOps tools apply the Memcached spec with server-side apply, again and
 // again, each its own Memcached and both a shared one, while the operator
 // writes status, an autoscaler owns spec.size through the scale
-// subresource, and a policy tool labels the Deployment. Nobody conflicts
+// subresource, and a policy tool labels the StatefulSet. Nobody conflicts
 // and nobody's fields move.
 func TestGitOpsCoOwnership(t *testing.T) {
 	var ns string
@@ -97,14 +97,14 @@ func TestGitOpsCoOwnership(t *testing.T) {
 			atRest(t, c, ns, names...)
 			return ctx
 		}).
-		Assess("a third manager's labels and annotations on the Deployment survive", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("a third manager's labels and annotations on the StatefulSet survive", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, c := NewWithT(t), kube(t, cfg)
 			name := appliers[0]
-			policy := appsv1ac.Deployment(name, ns).
+			policy := appsv1ac.StatefulSet(name, ns).
 				WithLabels(map[string]string{"cost-center": "42"}).
 				WithAnnotations(map[string]string{"policy.example.com/checked": "true"})
 			g.Expect(c.Apply(ctx, policy, client.FieldOwner("policy-controller"))).To(Succeed())
-			// A spec change makes the operator apply the Deployment again.
+			// A spec change makes the operator apply the StatefulSet again.
 			g.Expect(c.Apply(ctx, cacheac.Memcached(name, ns).WithSpec(spec(4)), client.FieldOwner(name))).To(Succeed())
 			_, d := converged(t, c, client.ObjectKey{Namespace: ns, Name: name}, 3)
 			g.Expect(d.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--threads=4"))

@@ -75,10 +75,10 @@ func labelledNamespace(t *testing.T, cfg *envconf.Config, prefix string, labels 
 
 // converged waits until the Memcached reports its current generation,
 // Available, not Reconciling, with size ready pods; it returns the
-// Memcached and its Deployment.
-func converged(t *testing.T, c client.Client, key client.ObjectKey, size int32) (*cachev1alpha1.Memcached, *appsv1.Deployment) {
+// Memcached and its StatefulSet.
+func converged(t *testing.T, c client.Client, key client.ObjectKey, size int32) (*cachev1alpha1.Memcached, *appsv1.StatefulSet) {
 	t.Helper()
-	m, d := &cachev1alpha1.Memcached{}, &appsv1.Deployment{}
+	m, d := &cachev1alpha1.Memcached{}, &appsv1.StatefulSet{}
 	NewWithT(t).Eventually(func(g Gomega) {
 		g.Expect(c.Get(context.Background(), key, m)).To(Succeed())
 		g.Expect(m.Status.ObservedGeneration).To(Equal(m.Generation))
@@ -87,13 +87,14 @@ func converged(t *testing.T, c client.Client, key client.ObjectKey, size int32) 
 		g.Expect(m.Status.ReadyReplicas).To(Equal(size))
 		g.Expect(c.Get(context.Background(), key, d)).To(Succeed())
 		g.Expect(*d.Spec.Replicas).To(Equal(size))
-		// The Deployment's controller done with it too: its status
+		// The StatefulSet's controller done with it too: its status
 		// written for the last time until something changes.
 		g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
 		g.Expect(d.Status.UpdatedReplicas).To(Equal(size))
 		g.Expect(d.Status.Replicas).To(Equal(size))
 		g.Expect(d.Status.ReadyReplicas).To(Equal(size))
 		g.Expect(d.Status.AvailableReplicas).To(Equal(size))
+		g.Expect(d.Status.CurrentRevision).To(Equal(d.Status.UpdateRevision))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	return m, d
 }
@@ -318,7 +319,7 @@ func recordRollout(t *testing.T, c client.WithWatch, ns, service string, selecto
 
 // atRest checks that the operator writes nothing for the converged
 // Memcacheds of names in ns, though each is reconciled: it changes an
-// annotation of each Deployment that the operator does not own (a
+// annotation of each StatefulSet that the operator does not own (a
 // reconcile with nothing to do, as a resync's would be: the operator runs
 // with production's resync, none within a test), then sees that none of
 // the Memcacheds and the objects the operator makes for them changed in
@@ -328,14 +329,14 @@ func atRest(t *testing.T, c client.Client, ns string, names ...string) {
 	g, ctx := NewWithT(t), context.Background()
 	for _, name := range names {
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{"test.example.com/nudge":%q}}}`, time.Now().Format(time.RFC3339Nano))
-		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		d := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		g.Expect(c.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
 	}
 	versions := func() map[string]string {
 		out := map[string]string{}
 		for _, name := range names {
 			key := client.ObjectKey{Namespace: ns, Name: name}
-			for _, obj := range []client.Object{&cachev1alpha1.Memcached{}, &appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}, &networkingv1.NetworkPolicy{}} {
+			for _, obj := range []client.Object{&cachev1alpha1.Memcached{}, &appsv1.StatefulSet{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}, &networkingv1.NetworkPolicy{}} {
 				err := c.Get(ctx, key, obj)
 				if apierrors.IsNotFound(err) {
 					continue

@@ -32,12 +32,18 @@ func TestLifecycle(t *testing.T) {
 			ns = namespace(t, cfg, "lifecycle")
 			return ctx
 		}).
-		Assess("a new Memcached becomes Available with a rolled-out Deployment", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("a new Memcached becomes Available with a rolled-out StatefulSet of stable slots", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, c := NewWithT(t), kube(t, cfg)
 			m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)}}
 			g.Expect(c.Create(ctx, m)).To(Succeed())
 			_, d := converged(t, c, key(), 2)
-			g.Expect(d.Status.Conditions).To(ContainElement(And(HaveField("Type", appsv1.DeploymentAvailable), HaveField("Status", corev1.ConditionTrue))))
+			g.Expect(d.Status.AvailableReplicas).To(Equal(int32(2)))
+			for _, slot := range []string{"cache-0", "cache-1"} {
+				p := &corev1.Pod{}
+				g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: slot}, p)).To(Succeed(), "slot %s", slot)
+				g.Expect(p.Spec.Hostname).To(Equal(slot))
+				g.Expect(p.Spec.Subdomain).To(Equal("cache"), "named under the headless Service: %s.cache.%s.svc", slot, ns)
+			}
 
 			out, err := kubectl(ctx, cfg, "", "get", "memcached", "cache", "-n", ns)
 			g.Expect(err).NotTo(HaveOccurred())
@@ -92,11 +98,11 @@ func TestLifecycle(t *testing.T) {
 			g.Expect(inProgress).To(BeTrue(), "the new generation read as in progress during the rollout")
 			return ctx
 		}).
-		Assess("deleting the Memcached garbage-collects its Deployment and pods", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("deleting the Memcached garbage-collects its StatefulSet and pods", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, c := NewWithT(t), kube(t, cfg)
 			g.Expect(c.Delete(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}})).To(Succeed())
 			g.Eventually(func(g Gomega) {
-				g.Expect(apierrors.IsNotFound(c.Get(ctx, key(), &appsv1.Deployment{}))).To(BeTrue())
+				g.Expect(apierrors.IsNotFound(c.Get(ctx, key(), &appsv1.StatefulSet{}))).To(BeTrue())
 				pods := &corev1.PodList{}
 				g.Expect(c.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
 				g.Expect(pods.Items).To(BeEmpty())

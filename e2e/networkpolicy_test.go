@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -88,7 +89,8 @@ func TestNetworkPolicyAdmitsOnlyItsClients(t *testing.T) {
 			ns = namespace(t, cfg, "fenced")
 			outside = namespace(t, cfg, "outside")
 			monitoring = labelledNamespace(t, cfg, "monitoring", map[string]string{desired.MetricsNamespaceLabel: desired.MetricsNamespaceValue})
-			spec := onRealNode(1)
+			// Two slots: while a new port rolls out, slot 0 keeps the old.
+			spec := onRealNode(2)
 			spec.Monitoring = &cachev1alpha1.MonitoringSpec{Enabled: true}
 			spec.NetworkPolicy = &cachev1alpha1.NetworkPolicySpec{Enabled: true, Clients: []cachev1alpha1.NetworkPolicyPeer{
 				{PodSelector: &cachev1alpha1.LabelSelector{MatchLabels: map[string]cachev1alpha1.LabelValue{"app": "web"}}},
@@ -96,14 +98,14 @@ func TestNetworkPolicyAdmitsOnlyItsClients(t *testing.T) {
 			runningMemcached(t, cfg, key(), spec)
 			g, c := NewWithT(t), kube(t, cfg)
 			g.Expect(c.Get(ctx, key(), &networkingv1.NetworkPolicy{})).To(Succeed(), "the Memcached's NetworkPolicy")
-			var addrs []string
 			g.Eventually(func(g Gomega) {
-				var err error
-				addrs, err = readyPodAddresses(ctx, c, key())
+				addrs, err := readyPodAddresses(ctx, c, key())
 				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(addrs).To(HaveLen(1))
+				g.Expect(addrs).To(HaveLen(2))
 			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-			cacheAddr = addrs[0]
+			slot0 := &corev1.Pod{}
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: key().Name + "-0"}, slot0)).To(Succeed())
+			cacheAddr = net.JoinHostPort(slot0.Status.PodIP, "11211")
 			host, _, _ := net.SplitHostPort(cacheAddr)
 			metricsURL = fmt.Sprintf("http://%s/metrics", net.JoinHostPort(host, strconv.Itoa(int(desired.MetricsPort))))
 			return ctx
@@ -143,9 +145,10 @@ func TestNetworkPolicyAdmitsOnlyItsClients(t *testing.T) {
 			g, c := NewWithT(t), kube(t, cfg)
 			m := &cachev1alpha1.Memcached{}
 			g.Expect(c.Get(ctx, key(), m)).To(Succeed())
-			// The new pod cannot be placed (a node label no node has), so
-			// the old one serves on the old port for as long as the
-			// check takes; the policy follows the spec at once.
+			// The new pod of the last slot cannot be placed (a node label
+			// no node has), so the rollout stops there and slot 0 serves
+			// on the old port for as long as the check takes; the policy
+			// follows the spec at once.
 			g.Expect(c.Patch(ctx, m, client.RawPatch(types.MergePatchType,
 				[]byte(`{"spec":{"containerPort":11311,"nodeSelector":{"example.com/nowhere":"true"}}}`)))).To(Succeed())
 			g.Eventually(func(g Gomega) {
@@ -158,17 +161,19 @@ func TestNetworkPolicyAdmitsOnlyItsClients(t *testing.T) {
 			// name.
 			out := runLabelledClient(t, cfg, ns, "web-rolling", web, reachScript(reachClosed, memcachedVersion(cacheAddr)))
 			g.Expect(out).To(MatchRegexp(`^open: VERSION `))
-			// Back as it was: the old pod is the Deployment's again.
+			// Back as it was: the last slot comes back on the old port.
 			g.Expect(c.Get(ctx, key(), m)).To(Succeed())
 			g.Expect(c.Patch(ctx, m, client.RawPatch(types.MergePatchType,
 				[]byte(`{"spec":{"containerPort":11211,"nodeSelector":{"example.com/nowhere":null}}}`)))).To(Succeed())
 			g.Eventually(func(g Gomega) {
 				addrs, err := readyPodAddresses(ctx, c, key())
 				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(addrs).To(Equal([]string{cacheAddr}))
-				d := &appsv1.Deployment{}
+				g.Expect(addrs).To(HaveLen(2))
+				g.Expect(addrs).To(ContainElement(cacheAddr), "slot 0 never restarted")
+				d := &appsv1.StatefulSet{}
 				g.Expect(c.Get(ctx, key(), d)).To(Succeed())
-				g.Expect(d.Status.Replicas).To(Equal(int32(1)), "the unplaceable pod is gone")
+				g.Expect(d.Status.ReadyReplicas).To(Equal(int32(2)), "the unplaceable pod is gone")
+				g.Expect(d.Status.CurrentRevision).To(Equal(d.Status.UpdateRevision))
 			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 			return ctx
 		}).

@@ -68,7 +68,7 @@ func TestAPIServerOutage(t *testing.T) {
 			}
 			time.Sleep(time.Second)
 			for i := range caches {
-				d := &appsv1.Deployment{}
+				d := &appsv1.StatefulSet{}
 				g.Expect(c.Get(ctx, key(i), d)).To(Succeed())
 				g.Expect(*d.Spec.Replicas).To(Equal(int32(1)), "unapplied when the apiserver dies")
 				g.Expect(d.Spec.Template.Spec.Containers[0].Command).NotTo(ContainElement("--threads=3"), "unapplied when the apiserver dies")

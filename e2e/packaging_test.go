@@ -39,7 +39,7 @@ func servesOnly(t *testing.T, c client.Client, watched, other string) {
 	got := &cachev1alpha1.Memcached{}
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(outside), got)).To(Succeed())
 	g.Expect(got.Status.Conditions).To(BeEmpty(), "a Memcached outside the watched namespaces has no status")
-	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(outside), &appsv1.Deployment{})).NotTo(Succeed(), "nor a Deployment")
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(outside), &appsv1.StatefulSet{})).NotTo(Succeed(), "nor a StatefulSet")
 }
 
 // The Helm chart, installed with Helm built from its Go module, runs the

@@ -23,16 +23,6 @@ import (
 	operatorpkg "github.com/example/memcached-operator/pkg/operator"
 )
 
-// deploymentCondition is d's condition of type t, or nil.
-func deploymentCondition(d appsv1.Deployment, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
-	for i := range d.Status.Conditions {
-		if d.Status.Conditions[i].Type == t {
-			return &d.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // The operator is killed mid-rollout and restarted, then runs as two
 // replicas with leader election and loses its leader. It converges every
 // time, without duplicates, conflicts, or writes at rest. These stories
@@ -70,8 +60,8 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 				g.Expect(c.Create(ctx, m)).To(Succeed())
 			}
 			// Killed once some are applied: the first Deployment exists.
-			g.Eventually(func() ([]appsv1.Deployment, error) {
-				deps := &appsv1.DeploymentList{}
+			g.Eventually(func() ([]appsv1.StatefulSet, error) {
+				deps := &appsv1.StatefulSetList{}
 				err := c.List(ctx, deps, client.InNamespace(ns))
 				return deps.Items, err
 			}).WithTimeout(timeout).WithPolling(50 * time.Millisecond).ShouldNot(BeEmpty())
@@ -83,24 +73,23 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 			operator = op
 			convergedAll(t, c, 2)
 
-			deps := &appsv1.DeploymentList{}
+			deps := &appsv1.StatefulSetList{}
 			g.Expect(c.List(ctx, deps, client.InNamespace(ns))).To(Succeed())
-			g.Expect(deps.Items).To(HaveLen(caches), "one Deployment per Memcached")
+			g.Expect(deps.Items).To(HaveLen(caches), "one StatefulSet per Memcached")
 			counts, err := operator.clientRequests()
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(counts[409]).To(BeZero())
 
-			// The Deployment controller's last report on each: rolled out.
+			// The StatefulSet controller's last report on each: rolled out.
 			g.Eventually(func(g Gomega) {
-				deps := &appsv1.DeploymentList{}
+				deps := &appsv1.StatefulSetList{}
 				g.Expect(c.List(ctx, deps, client.InNamespace(ns))).To(Succeed())
 				for _, d := range deps.Items {
 					g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation), d.Name)
 					g.Expect(d.Status.Replicas).To(Equal(int32(2)), d.Name)
 					g.Expect(d.Status.AvailableReplicas).To(Equal(int32(2)), d.Name)
-					progressing := deploymentCondition(d, appsv1.DeploymentProgressing)
-					g.Expect(progressing).NotTo(BeNil(), d.Name)
-					g.Expect(progressing.Reason).To(Equal("NewReplicaSetAvailable"), d.Name)
+					g.Expect(d.Status.UpdatedReplicas).To(Equal(int32(2)), d.Name)
+					g.Expect(d.Status.CurrentRevision).To(Equal(d.Status.UpdateRevision), d.Name)
 				}
 			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 			// No writes once converged, reconciles included. (The
@@ -197,9 +186,9 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 				m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("short-lived-%d", i)}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)}}
 				g.Expect(c.Create(ctx, m)).To(Succeed())
 			}
-			// Deleted with their rollouts under way: each has its Deployment.
+			// Deleted with their rollouts under way: each has its StatefulSet.
 			g.Eventually(func() (int, error) {
-				deps := &appsv1.DeploymentList{}
+				deps := &appsv1.StatefulSetList{}
 				err := c.List(ctx, deps, client.InNamespace(ns))
 				n := 0
 				for _, d := range deps.Items {
@@ -214,7 +203,7 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 				g.Expect(c.Delete(ctx, m)).To(Succeed())
 			}
 			g.Eventually(func(g Gomega) {
-				deps := &appsv1.DeploymentList{}
+				deps := &appsv1.StatefulSetList{}
 				g.Expect(c.List(ctx, deps, client.InNamespace(ns))).To(Succeed())
 				for _, d := range deps.Items {
 					g.Expect(d.Name).NotTo(HavePrefix("short-lived-"))

@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -130,12 +131,18 @@ func TestTakeOverKeepsServing(t *testing.T) {
 				g.Expect(m.Status.ObservedGeneration).To(Equal(m.Generation))
 				g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue())
 				g.Expect(meta.IsStatusConditionFalse(m.Status.Conditions, cachev1alpha1.ConditionProgressing)).To(BeTrue())
-				d := &appsv1.Deployment{}
+				d := &appsv1.StatefulSet{}
 				g.Expect(c.Get(ctx, key(), d)).To(Succeed())
 				g.Expect(d.Spec.Selector.MatchLabels).To(Equal(desired.SelectorLabels(m)))
-				g.Expect(d.Status.Replicas).To(Equal(int32(size)), "no pod of the replaced Deployment left")
+				g.Expect(d.Status.Replicas).To(Equal(int32(size)))
 				g.Expect(d.Status.UpdatedReplicas).To(Equal(int32(size)))
 				g.Expect(d.Status.ReadyReplicas).To(Equal(int32(size)))
+				g.Expect(apierrors.IsNotFound(c.Get(ctx, key(), &appsv1.Deployment{}))).To(BeTrue(), "the tutorial's Deployment is deleted")
+				pods := &corev1.PodList{}
+				g.Expect(c.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+				for _, p := range pods.Items {
+					g.Expect(metav1.GetControllerOf(&p).Kind).To(Equal("StatefulSet"), "no pod of the replaced Deployment left: %s", p.Name)
+				}
 			}).WithTimeout(2 * timeout).WithPolling(time.Second).Should(Succeed())
 			t.Logf("takeover of %d pods took %s", size, time.Since(start).Round(time.Second))
 			sampled(t, 20) // after the takeover

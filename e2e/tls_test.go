@@ -38,8 +38,7 @@ import (
 // which reaches pod addresses.
 
 // readyPodAddresses are the addresses ("ip:port") of the Memcached's pods
-// that are ready and not being deleted: what its Deployment keeps at least
-// size of during a rollout. (The Service's EndpointSlices follow them a
+// that are ready and not being deleted. (The Service's EndpointSlices follow them a
 // moment later: in the moment between a new pod's readiness and its
 // endpoint, they may list one pod fewer.)
 func readyPodAddresses(ctx context.Context, c client.Client, key client.ObjectKey) ([]string, error) {
@@ -210,6 +209,35 @@ func TestTLSAndAuthentication(t *testing.T) {
 			out, _ = session{tls: clientTLS(ca, key(), &clientPair)}.run(addr, "get greeting")
 			g.Expect(out).To(HavePrefix("CLIENT_ERROR unauthenticated"), "no password at all")
 			g.Expect(out).NotTo(ContainSubstring("VALUE"))
+			return ctx
+		}).
+		Assess("the discovery endpoint asks the same, then serves the slots and memcached", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			addrs, err := readyPodAddresses(ctx, c, key())
+			g.Expect(err).NotTo(HaveOccurred())
+			good := session{tls: clientTLS(ca, key(), &clientPair), user: "app", password: "correct-horse"}
+			slots := []string{desired.SlotHost("secure", ns, 0), desired.SlotHost("secure", ns, 1)}
+			for _, addr := range addrs {
+				host, _, _ := net.SplitHostPort(addr)
+				endpoint := net.JoinHostPort(host, strconv.Itoa(int(desired.DiscoveryPort)))
+				g.Eventually(func(g Gomega) {
+					out, err := good.run(endpoint, "config get cluster", "get greeting")
+					g.Expect(err).NotTo(HaveOccurred(), endpoint)
+					g.Expect(out).To(HavePrefix("STORED\r\nCONFIG cluster 0 "), "the login, memcached's answer, then the membership")
+					for _, slot := range slots {
+						g.Expect(out).To(ContainSubstring(slot+"|"), "slot %s listed", slot)
+					}
+					g.Expect(out).To(HaveSuffix("END\r\nVALUE greeting 0 5\r\nhello\r\nEND\r\n"), "then memcached's own answer")
+				}).WithTimeout(membershipWithin).WithPolling(2 * time.Second).Should(Succeed())
+				out, _ := session{tls: clientTLS(ca, key(), &clientPair)}.run(endpoint, "config get cluster")
+				g.Expect(out).To(HavePrefix("CLIENT_ERROR unauthenticated"), "no password")
+				out, err := session{tls: clientTLS(ca, key(), nil), user: "app", password: "correct-horse"}.run(endpoint, "config get cluster")
+				g.Expect(err).To(HaveOccurred(), "without a client certificate, got %q", out)
+				g.Expect(out).NotTo(ContainSubstring("CONFIG"))
+			}
+			m := &cachev1alpha1.Memcached{}
+			g.Expect(c.Get(ctx, key(), m)).To(Succeed())
+			g.Expect(m.Status.Discovery).NotTo(BeNil())
 			return ctx
 		}).
 		Feature()
@@ -394,7 +422,7 @@ func TestSecretRotationKeepsServing(t *testing.T) {
 				g.Expect(out).To(HavePrefix("CLIENT_ERROR "), "the old password is refused")
 				g.Expect(out).NotTo(ContainSubstring("VERSION"))
 			}
-			d := &appsv1.Deployment{}
+			d := &appsv1.StatefulSet{}
 			g.Expect(c.Get(ctx, key(), d)).To(Succeed())
 			g.Expect(d.Spec.Template.Annotations).NotTo(HaveKey(desired.AnnotationRestartedFor), "no restart asked for")
 			return ctx
@@ -473,7 +501,7 @@ func TestAFailedReloadRestartsThePods(t *testing.T) {
 			start := time.Now()
 
 			g.Eventually(func(g Gomega) {
-				d := &appsv1.Deployment{}
+				d := &appsv1.StatefulSet{}
 				g.Expect(c.Get(ctx, key(), d)).To(Succeed())
 				g.Expect(d.Spec.Template.Annotations).To(HaveKey(desired.AnnotationRestartedFor))
 			}).WithTimeout(4*time.Minute).WithPolling(time.Second).Should(Succeed(), "the operator restarts the pods")
@@ -507,7 +535,7 @@ func TestAFailedReloadRestartsThePods(t *testing.T) {
 
 			// Once per content: the new pods, which mounted it, are not
 			// restarted again, and no second event comes.
-			d := &appsv1.Deployment{}
+			d := &appsv1.StatefulSet{}
 			g.Expect(c.Get(ctx, key(), d)).To(Succeed())
 			restartedFor := d.Spec.Template.Annotations[desired.AnnotationRestartedFor]
 			pods := podStarts(ctx, t, c, key())
@@ -608,8 +636,9 @@ func replacedAddresses(ctx context.Context, g Gomega, t *testing.T, c client.Cli
 	converged(t, c, key, size)
 	now := podStarts(ctx, t, c, key)
 	g.Expect(now).To(HaveLen(int(size)))
-	for name := range now {
-		g.Expect(before).NotTo(HaveKey(name), "pod %s replaced", name)
+	for name, started := range now {
+		uid, _, _ := strings.Cut(started, " ")
+		g.Expect(before[name]).NotTo(HavePrefix(uid+" "), "pod %s replaced (a new pod in the same slot)", name)
 	}
 	addrs, err := readyPodAddresses(ctx, c, key)
 	g.Expect(err).NotTo(HaveOccurred())

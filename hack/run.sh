@@ -104,7 +104,7 @@ In another shell:
   export KUBECONFIG=${kubeconfig}
   export PATH=${ROOT}/bin/k8s:\$PATH
   kubectl get memcached -o wide
-  kubectl get deployment,pods -l app.kubernetes.io/instance=memcached-sample
+  kubectl get statefulset,pods -l cache.example.com/memcached=memcached-sample
   kubectl scale memcached/memcached-sample --replicas=2
 
 Press Ctrl-C to stop the operator.

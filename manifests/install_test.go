@@ -214,7 +214,7 @@ func TestPodsMeetRestrictedPodSecurity(t *testing.T) {
 	g.Expect(found).To(BeTrue(), "the bundle has the manager Deployment")
 
 	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: ns.Name, UID: "0"}}
-	operand := podFromApplyConfiguration(t, desired.Deployment(m, testenv.Images, desired.SecretDigests{}))
+	operand := podFromApplyConfiguration(t, desired.StatefulSet(m, testenv.Images, desired.SecretDigests{}))
 	// With TLS and authentication: the reloader beside memcached, in a
 	// shared process namespace.
 	secure := m.DeepCopy()
@@ -222,7 +222,7 @@ func TestPodsMeetRestrictedPodSecurity(t *testing.T) {
 	secure.Spec.Auth = &cachev1alpha1.AuthSpec{SecretName: "cache-users"}
 	images := testenv.Images
 	images.Reloader = "memcached-operator:latest"
-	secured := podFromApplyConfiguration(t, desired.Deployment(secure, images, desired.SecretDigests{TLS: "t", Auth: "a"}))
+	secured := podFromApplyConfiguration(t, desired.StatefulSet(secure, images, desired.SecretDigests{TLS: "t", Auth: "a"}))
 	g.Expect(secured.Spec.Containers).To(ContainElement(HaveField("Name", desired.ReloaderContainerName)))
 
 	for name, tmpl := range map[string]corev1.PodTemplateSpec{"manager": manager, "memcached": operand, "memcached-with-reloader": secured} {
@@ -239,7 +239,7 @@ func TestPodsMeetRestrictedPodSecurity(t *testing.T) {
 
 func podFromApplyConfiguration(t *testing.T, ac any) corev1.PodTemplateSpec {
 	t.Helper()
-	var d appsv1.Deployment
+	var d appsv1.StatefulSet
 	if err := jsonconv.Convert(ac, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func lifecycle(t *testing.T) string {
 
 	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: ns}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
 	g.Expect(k8s.Create(ctx, m)).To(Succeed())
-	dep := &appsv1.Deployment{}
+	dep := &appsv1.StatefulSet{}
 	waitFor := func(size int32) {
 		t.Helper()
 		g.Eventually(func(g Gomega) {
@@ -414,7 +414,7 @@ func lifecycle(t *testing.T) string {
 		g.Expect(dep.Spec.Template.Annotations).To(HaveKey(desired.AnnotationTLSDigest))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	waitFor(3)
-	// Drift: a person scales the Deployment; the operator restores it.
+	// Drift: a person scales the StatefulSet; the operator restores it.
 	g.Expect(k8s.SubResource("scale").Patch(ctx, dep.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":1}}`)), client.FieldOwner("kubectl"))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), dep)).To(Succeed())
@@ -427,11 +427,11 @@ func lifecycle(t *testing.T) string {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(out).To(ContainSubstring("DriftCorrected"))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	// Delete: garbage collection removes the Deployment. The garbage
+	// Delete: garbage collection removes the StatefulSet. The garbage
 	// collector learns of the new CRD at its next discovery resync (30 s).
 	g.Expect(k8s.Delete(ctx, m)).To(Succeed())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &appsv1.Deployment{}))
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &appsv1.StatefulSet{}))
 	}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue())
 	return ns
 }
@@ -453,10 +453,15 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 	// lifecycle above proves they suffice; this, that there is nothing more
 	// (an added verb or resource fails here).
 	managerRules := []string{
+		"/configmaps:create", "/configmaps:delete", "/configmaps:get", "/configmaps:list", "/configmaps:patch", "/configmaps:watch",
+		"/events:list",
 		"/pods:list", "/pods:watch",
 		"/secrets:list", "/secrets:watch",
 		"/services:create", "/services:get", "/services:list", "/services:patch", "/services:watch",
-		"apps/deployments:create", "apps/deployments:get", "apps/deployments:list", "apps/deployments:patch", "apps/deployments:watch",
+		"apps/statefulsets:create", "apps/statefulsets:get", "apps/statefulsets:list", "apps/statefulsets:patch", "apps/statefulsets:watch",
+		// The Deployments of the operator's versions before slots (and
+		// of the tutorial's) are deleted once replaced.
+		"apps/deployments:delete", "apps/deployments:get", "apps/deployments:list", "apps/deployments:watch",
 		"authentication.k8s.io/tokenreviews:create",
 		"authorization.k8s.io/subjectaccessreviews:create",
 		"cache.example.com/memcacheds:get", "cache.example.com/memcacheds:list", "cache.example.com/memcacheds:watch",
@@ -489,11 +494,17 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 		"create secrets": func() error {
 			return sa.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}})
 		},
-		"patch secrets":          func() error { return sa.Patch(ctx, secret, client.RawPatch(types.MergePatchType, []byte(`{}`))) },
-		"delete secrets":         func() error { return sa.Delete(ctx, secret) },
-		"get a pod":              func() error { return sa.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cache-0"}, &corev1.Pod{}) },
-		"delete pods":            func() error { return sa.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns)) },
-		"delete all deployments": func() error { return sa.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(ns)) },
+		"patch secrets":           func() error { return sa.Patch(ctx, secret, client.RawPatch(types.MergePatchType, []byte(`{}`))) },
+		"delete secrets":          func() error { return sa.Delete(ctx, secret) },
+		"get a pod":               func() error { return sa.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cache-0"}, &corev1.Pod{}) },
+		"delete pods":             func() error { return sa.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns)) },
+		"delete all statefulsets": func() error { return sa.DeleteAllOf(ctx, &appsv1.StatefulSet{}, client.InNamespace(ns)) },
+		"delete a statefulset": func() error {
+			return sa.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: ns}})
+		},
+		"create deployments": func() error {
+			return sa.Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: ns}})
+		},
 		"create memcacheds": func() error {
 			return sa.Create(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: ns}})
 		},
@@ -501,12 +512,9 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 			return sa.Delete(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: ns}})
 		},
 		"delete replicasets": func() error { return sa.DeleteAllOf(ctx, &appsv1.ReplicaSet{}, client.InNamespace(ns)) },
+		"list replicasets":   func() error { return sa.List(ctx, &appsv1.ReplicaSetList{}, client.InNamespace(ns)) },
 		// What only the takeover from the tutorial's operator needs
 		// (manifests/takeover), not granted by the default install.
-		"delete a deployment": func() error {
-			return sa.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: ns}})
-		},
-		"list replicasets": func() error { return sa.List(ctx, &appsv1.ReplicaSetList{}, client.InNamespace(ns)) },
 		"patch memcacheds": func() error {
 			return sa.Patch(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: ns}}, client.RawPatch(types.MergePatchType, []byte(`{}`)))
 		},

@@ -76,7 +76,7 @@ func TestNamespacedInstallWatchesOnlyItsNamespace(t *testing.T) {
 	got := &cachev1alpha1.Memcached{}
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(outside), got)).To(Succeed())
 	g.Expect(got.Status.Conditions).To(BeEmpty(), "not touched")
-	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
+	for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
 		err := k8s.Get(ctx, client.ObjectKeyFromObject(outside), obj)
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T in %s: %v", obj, other, err)
 	}
@@ -89,5 +89,5 @@ func TestNamespacedInstallWatchesOnlyItsNamespace(t *testing.T) {
 	c, err := client.New(sa, client.Options{Scheme: testenv.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(apierrors.IsForbidden(c.List(ctx, &cachev1alpha1.MemcachedList{}))).To(BeTrue(), "listing Memcacheds of all namespaces")
-	g.Expect(apierrors.IsForbidden(c.List(ctx, &appsv1.DeploymentList{}, client.InNamespace(other)))).To(BeTrue(), "listing Deployments of another namespace")
+	g.Expect(apierrors.IsForbidden(c.List(ctx, &appsv1.StatefulSetList{}, client.InNamespace(other)))).To(BeTrue(), "listing StatefulSets of another namespace")
 }

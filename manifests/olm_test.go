@@ -54,7 +54,9 @@ func TestBundleRunsTheOperatorInATargetNamespace(t *testing.T) {
 // Role and RoleBinding instead, which OLM creates in that namespace only.
 // The operator, as that ServiceAccount with leader election, serves a
 // Memcached in another namespace with no request refused, and holds there
-// exactly the CSV's rules: none on Leases, core events or a pod's get.
+// exactly the CSV's rules: none on Leases, a pod's get or writing core
+// events (listing them is the operator's own, for why a StatefulSet cannot
+// create its pods).
 func TestBundleKeepsOwnNamespaceRulesNamespacedForAllNamespaces(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -66,7 +68,7 @@ func TestBundleKeepsOwnNamespaceRulesNamespacedForAllNamespaces(t *testing.T) {
 	for _, ns := range []string{elsewhere, "default"} {
 		granted := grantedRules(t, cfg, ns)
 		g.Expect(granted).NotTo(ContainElement(HavePrefix("coordination.k8s.io/leases:")), "in %s", ns)
-		g.Expect(granted).NotTo(ContainElement(HavePrefix("/events:")), "in %s", ns)
+		g.Expect(granted).NotTo(ContainElement(SatisfyAll(HavePrefix("/events:"), Not(Equal("/events:list")))), "in %s", ns)
 		g.Expect(granted).NotTo(ContainElement("/pods:get"), "in %s", ns)
 	}
 	own := grantedRules(t, cfg, operatorNS)

@@ -95,7 +95,7 @@ func TestOperatorReadsOnlyTheSecretsMemcachedsName(t *testing.T) {
 		got := &cachev1alpha1.Memcached{}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue())
-		dep := &appsv1.Deployment{}
+		dep := &appsv1.StatefulSet{}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), dep)).To(Succeed())
 		g.Expect(dep.Spec.Template.Annotations).To(HaveKey(desired.AnnotationTLSDigest))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())

@@ -5,6 +5,7 @@ package manifests_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,12 +70,13 @@ func replaceCRDWithTutorials(t *testing.T) {
 // finalizer, Deployments sharing one selector, status written by Update)
 // are taken over: this project's CRD replaces the tutorial's and keeps
 // them; the operator, running as its ServiceAccount with the bundle's
-// role, replaces each Deployment without a moment with fewer ready pods
-// than the Memcached's size, says so in an event and in Progressing, folds
+// role, replaces each Deployment by a StatefulSet without a moment with
+// fewer ready pods than the Memcached's size (the Deployment is deleted
+// once every slot is ready), says so in an event and in Progressing, folds
 // the tutorial's status field manager into its own, removes its
-// finalizer; afterwards each Memcached's pods are selected by its own
-// Deployment and Service only, `kubectl scale` works, and deletion is not
-// held by the old finalizer.
+// finalizer; afterwards each Memcached's pods are its own StatefulSet's
+// slots, selected by its Service only, `kubectl scale` works, and deletion
+// is not held by the old finalizer.
 func TestTakeOverFromTheTutorialOperator(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -120,15 +122,16 @@ func TestTakeOverFromTheTutorialOperator(t *testing.T) {
 	g.Expect(k8s.Status().Update(ctx, backedUp, client.FieldOwner("backup-controller"))).To(Succeed())
 
 	// A third Memcached whose Deployment, made by the same field manager,
-	// already selects its pods as this operator does: adopted in place.
+	// selects its pods by the labels this operator's Deployments did: it is
+	// another operator's all the same (this one never applied it).
 	manifest := fmt.Sprintf("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: matching, namespace: %s}\nspec: {size: 1, containerPort: 11211}\n", ns)
 	out, err := kubectl(t, []byte(manifest), "apply", "-f", "-")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	matching := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "matching"}}
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(matching), matching)).To(Succeed())
 	inPlace := tutorial.Deployment(matching, image)
-	inPlace.Spec.Selector.MatchLabels = desired.SelectorLabels(matching)
-	inPlace.Spec.Template.Labels = desired.SelectorLabels(matching)
+	inPlace.Spec.Selector.MatchLabels = desired.LegacySelectorLabels(matching)
+	inPlace.Spec.Template.Labels = desired.LegacySelectorLabels(matching)
 	g.Expect(tutorial.ReconcileWith(ctx, k8s, matching, inPlace)).To(Succeed())
 
 	// A Memcached the tutorial admitted and this project's CRD would not
@@ -204,6 +207,7 @@ func TestTakeOverFromTheTutorialOperator(t *testing.T) {
 	installTakeOver(t)
 	startOperator(t, cfg, testenv.OperatorOptions{LeaderElectionNamespace: operatorNamespace, TakeOver: true})
 
+	sizes["matching"] = 1
 	for name, size := range sizes {
 		key := client.ObjectKey{Namespace: ns, Name: name}
 		g.Eventually(func(g Gomega) {
@@ -212,14 +216,22 @@ func TestTakeOverFromTheTutorialOperator(t *testing.T) {
 			g.Expect(m.Status.ObservedGeneration).To(Equal(m.Generation))
 			g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue())
 			g.Expect(meta.IsStatusConditionFalse(m.Status.Conditions, cachev1alpha1.ConditionProgressing)).To(BeTrue(), "rolled over")
-			d := &appsv1.Deployment{}
-			g.Expect(k8s.Get(ctx, key, d)).To(Succeed())
-			g.Expect(d.Spec.Selector.MatchLabels).To(Equal(desired.SelectorLabels(m)))
-			g.Expect(d.Status.Replicas).To(Equal(size), "no pod of the replaced Deployment left")
-			g.Expect(d.Status.UpdatedReplicas).To(Equal(size))
-			g.Expect(d.Status.ReadyReplicas).To(Equal(size))
+			set := &appsv1.StatefulSet{}
+			g.Expect(k8s.Get(ctx, key, set)).To(Succeed())
+			g.Expect(set.Spec.Selector.MatchLabels).To(Equal(desired.SelectorLabels(m)))
+			g.Expect(set.Status.Replicas).To(Equal(size))
+			g.Expect(set.Status.UpdatedReplicas).To(Equal(size))
+			g.Expect(set.Status.ReadyReplicas).To(Equal(size))
+			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key, &appsv1.Deployment{}))).To(BeTrue(), "the tutorial's Deployment is deleted")
+			pods := &corev1.PodList{}
+			g.Expect(k8s.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+			for _, p := range pods.Items {
+				ref := metav1.GetControllerOf(&p)
+				g.Expect(ref == nil || ref.Kind != "ReplicaSet" || !strings.HasPrefix(ref.Name, name+"-")).To(BeTrue(), "no pod of the replaced Deployment left: %s", p.Name)
+			}
 		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), name)
 	}
+	delete(sizes, "matching")
 	stopSampling()
 	<-sampled
 	mu.Lock()
@@ -246,10 +258,10 @@ func TestTakeOverFromTheTutorialOperator(t *testing.T) {
 		g.Expect(events.Items).To(ContainElement(And(
 			HaveField("Reason", "ReplacingDeployment"),
 			HaveField("Regarding.Name", name),
-			HaveField("Note", ContainSubstring("selects pods by")),
+			HaveField("Note", ContainSubstring("is being replaced by StatefulSet "+name)),
 		)))
 
-		// Each Memcached's pods are its own Deployment's and Service's only.
+		// Each Memcached's pods are its own StatefulSet's and Service's only.
 		g.Eventually(func(g Gomega) {
 			slices := &discoveryv1.EndpointSliceList{}
 			g.Expect(k8s.List(ctx, slices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: name})).To(Succeed())
@@ -265,27 +277,11 @@ func TestTakeOverFromTheTutorialOperator(t *testing.T) {
 			for _, p := range targets {
 				pod := &corev1.Pod{}
 				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: p}, pod)).To(Succeed())
-				g.Expect(pod.Labels).To(HaveKeyWithValue(desired.LabelInstance, name))
+				g.Expect(pod.Labels).To(HaveKeyWithValue(desired.LabelMemcached, name))
+				g.Expect(pod.Name).To(HavePrefix(name+"-"), "a slot of the StatefulSet")
 			}
 		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	}
-
-	// The matching Deployment is adopted in place: one rollout (its
-	// generation grows by one), the tutorial's field manager folded into
-	// the operator's.
-	g.Eventually(func(g Gomega) {
-		d := &appsv1.Deployment{}
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(matching), d)).To(Succeed())
-		g.Expect(d.UID).To(Equal(inPlace.UID), "the same Deployment")
-		g.Expect(d.Generation).To(Equal(inPlace.Generation+1), "one rollout")
-		g.Expect(d.Status.UpdatedReplicas).To(Equal(int32(1)))
-		for _, e := range d.ManagedFields {
-			g.Expect(e.Manager).NotTo(Equal(tutorial.FieldManager))
-		}
-		m := &cachev1alpha1.Memcached{}
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(matching), m)).To(Succeed())
-		g.Expect(m.Finalizers).NotTo(ContainElement(tutorial.Finalizer))
-	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 
 	// The Memcached the new schema would refuse stays, is served, and
 	// reports what cannot be made for it.
@@ -304,7 +300,7 @@ func TestTakeOverFromTheTutorialOperator(t *testing.T) {
 	out, err = kubectl(t, nil, "scale", "-n", ns, "memcached/small", "--replicas=3")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
-		d := &appsv1.Deployment{}
+		d := &appsv1.StatefulSet{}
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "small"}, d)).To(Succeed())
 		g.Expect(d.Status.ReadyReplicas).To(Equal(int32(3)))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())

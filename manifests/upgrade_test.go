@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +20,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -29,30 +33,157 @@ import (
 	"github.com/example/memcached-operator/internal/testsupport/repo"
 	"github.com/example/memcached-operator/internal/testsupport/testcerts"
 	"github.com/example/memcached-operator/internal/testsupport/testenv"
+	"github.com/example/memcached-operator/internal/testsupport/tutorial"
+	"github.com/example/memcached-operator/pkg/desired"
 )
 
 // An upgrade rolls no pod it does not have to: the operator built from an
-// earlier commit (UPGRADE_FROM, by default the first with golden files)
-// serves a Memcached of each golden spec, then this build takes over. A
-// Memcached whose golden file is the same at both commits keeps its
-// Deployment as it was: same generation, same pod template, no pod rolled.
+// earlier commit (UPGRADE_FROM, by default the first whose golden files
+// are StatefulSets) serves a Memcached of each golden spec, then this
+// build takes over. A Memcached whose golden file is the same at both
+// commits keeps its StatefulSet as it was: same generation, same pod
+// template, no pod rolled.
 func TestUpgradeRollsNoPodWhoseGoldenFileIsUnchanged(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	from := upgradeFrom(t)
-	old := buildOperatorAt(t, from)
+	from := upgradeFrom(t, "UPGRADE_FROM", firstWithSlots)
+	names := slices.Sorted(maps.Keys(golden.Specs()))
+	serveWithOperatorAt(t, from, "upgrade-", names)
 
+	// This build takes over, and reconciles every Memcached at start.
+	before := map[string]*appsv1.StatefulSet{}
+	for _, name := range names {
+		d := &appsv1.StatefulSet{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "upgrade-" + name, Name: golden.Memcached(name).Name}, d)).To(Succeed())
+		before[name] = d
+	}
+	reconciled := reconciles(t)
 	cfg, err := cluster.Config()
 	g.Expect(err).NotTo(HaveOccurred())
+	startOperator(t, cfg, testenv.OperatorOptions{})
+	g.Eventually(func() float64 { return reconciles(t) - reconciled }).WithTimeout(timeout).WithPolling(poll).
+		Should(BeNumerically(">=", len(names)), "this build reconciles each Memcached")
+	time.Sleep(2 * time.Second) // the last reconcile's applies land
+
+	for _, name := range names {
+		changed, err := golden.ChangedSince(from, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		d := &appsv1.StatefulSet{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(before[name]), d)).To(Succeed())
+		same := d.Generation == before[name].Generation && equality.Semantic.DeepEqual(d.Spec.Template, before[name].Spec.Template)
+		t.Logf("%s: golden file changed since %s: %t; StatefulSet generation %d -> %d", name, from, changed, before[name].Generation, d.Generation)
+		if !changed {
+			g.Expect(same).To(BeTrue(), "the golden file of %s is the same at %s and now, yet the upgrade changed its StatefulSet (generation %d -> %d)",
+				name, from, before[name].Generation, d.Generation)
+		}
+	}
+}
+
+// The operator's versions before slots ran each Memcached with a
+// Deployment. Built from the last such commit (UPGRADE_FROM_DEPLOYMENTS,
+// by default the last whose golden files are Deployments), it serves a
+// Memcached of each golden spec; then this build takes over, and each
+// moves to its StatefulSet with ready pods never fewer than its size
+// (sampled every 50 ms), its Deployment deleted once every slot is ready
+// (one Memcached's slots are held unplaceable for a while: its Deployment
+// stays meanwhile), and its Service selecting the slots only.
+func TestUpgradeFromDeploymentsKeepsEveryPodServing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	from := upgradeFrom(t, "UPGRADE_FROM_DEPLOYMENTS", lastWithDeployments)
+	names := slices.Sorted(maps.Keys(golden.Specs()))
+	serveWithOperatorAt(t, from, "slots-", names)
+	for _, name := range names {
+		key := client.ObjectKey{Namespace: "slots-" + name, Name: golden.Memcached(name).Name}
+		g.Expect(k8s.Get(ctx, key, &appsv1.Deployment{})).To(Succeed(), "%s at %s runs a Deployment", name, from)
+	}
+
+	var mu sync.Mutex
+	lowest := map[string]int{}
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for sampleCtx.Err() == nil {
+			for _, name := range names {
+				m := golden.Memcached(name)
+				list := &corev1.PodList{}
+				if err := k8s.List(sampleCtx, list, client.InNamespace("slots-"+name)); err != nil {
+					continue
+				}
+				n := len(tutorial.ReadyPods(list.Items, m.Name))
+				mu.Lock()
+				if l, ok := lowest[name]; !ok || n < l {
+					lowest[name] = n
+				}
+				mu.Unlock()
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	// One Memcached's slots cannot be placed at first (a node label no
+	// node has): its Deployment must stay, serving, until they can.
+	held := client.ObjectKey{Namespace: "slots-defaults", Name: golden.Memcached("defaults").Name}
+	g.Expect(k8s.Patch(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: held.Namespace, Name: held.Name}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"nodeSelector":{"example.com/nowhere":"true"}}}`)))).To(Succeed())
+	cfg, err := cluster.Config()
+	g.Expect(err).NotTo(HaveOccurred())
+	startOperator(t, cfg, testenv.OperatorOptions{})
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, held, &appsv1.StatefulSet{})).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(k8s.Get(ctx, held, d)).To(Succeed(), "the Deployment stays while no slot is ready")
+		g.Expect(d.DeletionTimestamp).To(BeNil())
+		got := &cachev1alpha1.Memcached{}
+		g.Expect(k8s.Get(ctx, held, got)).To(Succeed())
+		if c := meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionProgressing); c != nil && c.ObservedGeneration == got.Generation {
+			g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonReplacingDeployment))
+		}
+	}).WithTimeout(5 * time.Second).WithPolling(poll).Should(Succeed())
+	g.Expect(k8s.Patch(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: held.Namespace, Name: held.Name}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"nodeSelector":null}}`)))).To(Succeed())
+	for _, name := range names {
+		m := golden.Memcached(name)
+		key := client.ObjectKey{Namespace: "slots-" + name, Name: m.Name}
+		g.Eventually(func(g Gomega) {
+			got := &cachev1alpha1.Memcached{}
+			g.Expect(k8s.Get(ctx, key, got)).To(Succeed())
+			g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, cachev1alpha1.ConditionProgressing)).To(BeTrue(), "the replacement is done")
+			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key, &appsv1.Deployment{}))).To(BeTrue(), "the Deployment is deleted")
+			set := &appsv1.StatefulSet{}
+			g.Expect(k8s.Get(ctx, key, set)).To(Succeed())
+			g.Expect(set.Status.ReadyReplicas).To(Equal(*m.Spec.Size))
+			svc := &corev1.Service{}
+			g.Expect(k8s.Get(ctx, key, svc)).To(Succeed())
+			g.Expect(svc.Spec.Selector).To(Equal(desired.SelectorLabels(got)), "the Service selects the slots only")
+		}).WithTimeout(3*timeout).WithPolling(poll).Should(Succeed(), name)
+	}
+	stopSampling()
+	<-sampled
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("fewest ready pods: %v", lowest)
+	for _, name := range names {
+		g.Expect(lowest[name]).To(BeNumerically(">=", *golden.Memcached(name).Spec.Size), "%s never had fewer ready pods than its size", name)
+	}
+}
+
+// serveWithOperatorAt runs the operator built from commit from until it
+// serves a Memcached of each golden spec of names, each in the namespace
+// prefix+name, then stops it.
+func serveWithOperatorAt(t *testing.T, from, prefix string, names []string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	old := buildOperatorAt(t, from)
 	install(t, "default") // the CRD as this commit has it; the earlier one's is served the same
 	p, err := hostoperator.Start(hostoperator.Options{Binary: old, Kubeconfig: cluster.Kubeconfig})
 	g.Expect(err).NotTo(HaveOccurred(), "starting the operator of %s", from)
 	t.Cleanup(func() { _ = p.Stop() })
-
-	names := slices.Sorted(maps.Keys(golden.Specs()))
-	before := map[string]*appsv1.Deployment{}
 	for _, name := range names {
-		ns := "upgrade-" + name
+		ns := prefix + name
 		g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		t.Cleanup(func() {
 			_ = k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
@@ -64,49 +195,57 @@ func TestUpgradeRollsNoPodWhoseGoldenFileIsUnchanged(t *testing.T) {
 	}
 	for _, name := range names {
 		m := golden.Memcached(name)
-		key := client.ObjectKey{Namespace: "upgrade-" + name, Name: m.Name}
+		key := client.ObjectKey{Namespace: prefix + name, Name: m.Name}
 		t.Logf("waiting for %s to be available", key)
 		available(t, key, *m.Spec.Size)
-		d := &appsv1.Deployment{}
-		g.Expect(k8s.Get(ctx, key, d)).To(Succeed())
-		before[name] = d
 	}
 	g.Expect(p.Stop()).To(Succeed())
-
-	// This build takes over, and reconciles every Memcached at start.
-	reconciled := reconciles(t)
-	startOperator(t, cfg, testenv.OperatorOptions{})
-	g.Eventually(func() float64 { return reconciles(t) - reconciled }).WithTimeout(timeout).WithPolling(poll).
-		Should(BeNumerically(">=", len(names)), "this build reconciles each Memcached")
-	time.Sleep(2 * time.Second) // the last reconcile's applies land
-
-	for _, name := range names {
-		changed, err := golden.ChangedSince(from, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		d := &appsv1.Deployment{}
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(before[name]), d)).To(Succeed())
-		same := d.Generation == before[name].Generation && equality.Semantic.DeepEqual(d.Spec.Template, before[name].Spec.Template)
-		t.Logf("%s: golden file changed since %s: %t; Deployment generation %d -> %d", name, from, changed, before[name].Generation, d.Generation)
-		if !changed {
-			g.Expect(same).To(BeTrue(), "the golden file of %s is the same at %s and now, yet the upgrade changed its Deployment (generation %d -> %d)",
-				name, from, before[name].Generation, d.Generation)
-		}
-	}
 }
 
-// upgradeFrom is the commit the upgrade starts from: $UPGRADE_FROM, or the
-// first commit that has the golden files.
-func upgradeFrom(t *testing.T) string {
+// What a commit's golden files hold: the workload kind of each version.
+const goldenDefaults = "pkg/desired/testdata/golden/defaults.yaml"
+
+func goldenKindAt(t *testing.T, ref string) string {
+	out := git(t, "show", ref+":"+goldenDefaults)
+	if strings.Contains(out, "\nkind: StatefulSet\n") {
+		return "StatefulSet"
+	}
+	return "Deployment"
+}
+
+// firstWithSlots is the oldest commit whose golden files are
+// StatefulSets, and lastWithDeployments the newest whose are Deployments.
+func firstWithSlots(t *testing.T, commits []string) string {
+	for i := len(commits) - 1; i >= 0; i-- {
+		if goldenKindAt(t, commits[i]) == "StatefulSet" {
+			return commits[i]
+		}
+	}
+	return ""
+}
+
+func lastWithDeployments(t *testing.T, commits []string) string {
+	for _, c := range commits {
+		if goldenKindAt(t, c) == "Deployment" {
+			return c
+		}
+	}
+	return ""
+}
+
+// upgradeFrom is the commit an upgrade starts from: $env, or the one pick
+// chooses among the commits that changed the golden files, newest first.
+func upgradeFrom(t *testing.T, env string, pick func(*testing.T, []string) string) string {
 	t.Helper()
-	if ref := os.Getenv("UPGRADE_FROM"); ref != "" {
+	if ref := os.Getenv(env); ref != "" {
 		return ref
 	}
-	out := git(t, "log", "--diff-filter=A", "--format=%h", "--", golden.Path("defaults"))
-	refs := strings.Fields(out)
-	if len(refs) == 0 {
-		t.Fatalf("no commit adds %s: the repository's history is needed (a full clone), or set UPGRADE_FROM", golden.Path("defaults"))
+	commits := strings.Fields(git(t, "log", "--format=%h", "--", goldenDefaults))
+	if ref := pick(t, commits); ref != "" {
+		return ref
 	}
-	return refs[len(refs)-1]
+	t.Fatalf("no commit of %s's history fits (a full clone is needed), or set %s", goldenDefaults, env)
+	return ""
 }
 
 // buildOperatorAt builds the operator of commit ref (from git archive,

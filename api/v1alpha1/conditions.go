@@ -8,12 +8,12 @@ const (
 	// --for=condition=Available memcached/NAME` waits on it.
 	ConditionAvailable = "Available"
 
-	// ConditionProgressing is True while the Deployment is rolling out a
-	// change or scaling, and False once the rollout is complete or stalled.
+	// ConditionProgressing is True while the StatefulSet is rolling out a
+	// change or scaling, and False once the rollout is complete or blocked.
 	ConditionProgressing = "Progressing"
 
 	// ConditionDegraded is True when the cache cannot reach its desired
-	// state without help: a stalled rollout, a Deployment, Service or
+	// state without help: pods that cannot start, a StatefulSet, Service or
 	// PodDisruptionBudget of its name that the operator does not own, a
 	// Secret it names that is missing or unusable, or an apply the
 	// apiserver refuses.
@@ -44,24 +44,22 @@ const (
 	ReasonMinimumReplicasUnavailable = "MinimumReplicasUnavailable"
 	// ReasonScaledToZero: spec.size is 0, so no pod is expected.
 	ReasonScaledToZero = "ScaledToZero"
-	// ReasonRollingOut: the Deployment is rolling out or scaling.
+	// ReasonRollingOut: the StatefulSet is rolling out or scaling.
 	ReasonRollingOut = "RollingOut"
-	// ReasonReplacingDeployment: the Memcached's Deployment selected its
-	// pods otherwise than the operator does (the Operator SDK tutorial's
-	// operator made it, or an earlier version of this one); the operator is
-	// replacing it, its pods serving until as many new ones are ready.
+	// ReasonReplacingDeployment: the Memcached controls a Deployment (the
+	// Operator SDK tutorial's operator made it, or a version of this one
+	// before slots); the operator is replacing it with the StatefulSet, its
+	// pods serving until every slot is ready.
 	ReasonReplacingDeployment = "ReplacingDeployment"
 	// ReasonRolloutComplete: every desired pod is updated and ready.
 	ReasonRolloutComplete = "RolloutComplete"
-	// ReasonRolloutStalled: the Deployment exceeded its progress deadline.
-	ReasonRolloutStalled = "RolloutStalled"
-	// ReasonDeploymentNotOwned: a Deployment with the Memcached's name
+	// ReasonStatefulSetNotOwned: a StatefulSet with the Memcached's name
 	// exists and is not controlled by it; the operator leaves it alone.
-	ReasonDeploymentNotOwned = "DeploymentNotOwned"
-	// ReasonTakeOverDisabled: the Memcached controls a Deployment that
-	// selects its pods by other labels (one the Operator SDK tutorial's
-	// operator made), and the operator runs without --take-over, which
-	// replacing it needs: the Deployment is left as it is.
+	ReasonStatefulSetNotOwned = "StatefulSetNotOwned"
+	// ReasonTakeOverDisabled: the Memcached controls a Deployment the
+	// operator did not make (one the Operator SDK tutorial's operator
+	// made), and the operator runs without --take-over, which replacing it
+	// needs: the Deployment is left as it is.
 	ReasonTakeOverDisabled = "TakeOverDisabled"
 	// ReasonServiceNotOwned: a Service with the Memcached's name exists and
 	// is not controlled by it; the operator leaves it alone.
@@ -76,6 +74,10 @@ const (
 	// ReasonNetworkPolicyNotOwned: a NetworkPolicy with the Memcached's
 	// name exists and is not controlled by it.
 	ReasonNetworkPolicyNotOwned = "NetworkPolicyNotOwned"
+	// ReasonConfigMapNotOwned: a ConfigMap with the name of the
+	// Memcached's membership ("<name>-membership") exists and is not
+	// controlled by it.
+	ReasonConfigMapNotOwned = "ConfigMapNotOwned"
 	// ReasonServiceMonitorReady: the Memcached's ServiceMonitor exists.
 	ReasonServiceMonitorReady = "ServiceMonitorReady"
 	// ReasonServiceMonitorCRDMissing: the cluster had no ServiceMonitor CRD
@@ -83,21 +85,21 @@ const (
 	ReasonServiceMonitorCRDMissing = "ServiceMonitorCRDMissing"
 	// ReasonSecretMissing: a Secret that spec.tls or spec.auth names does
 	// not exist, or lacks a key the pods need; the operator holds the
-	// Deployment as it is until it does.
+	// StatefulSet as it is until it does.
 	ReasonSecretMissing = "SecretMissing"
 	// ReasonSecretInvalid: a Secret that spec.tls or spec.auth names holds
 	// what memcached cannot use (a certificate that does not match its
 	// key, an authentication file without users, ...); the operator holds
-	// the Deployment as it is until it is fixed.
+	// the StatefulSet as it is until it is fixed.
 	ReasonSecretInvalid = "SecretInvalid"
 	// ReasonSecretUnreadable: the operator cannot read a Secret that
 	// spec.tls or spec.auth names (its role does not allow it, or the
-	// apiserver fails); it holds the Deployment as it is until it can.
+	// apiserver fails); it holds the StatefulSet as it is until it can.
 	ReasonSecretUnreadable = "SecretUnreadable"
 	// ReasonApplyFailed: the apiserver refused an object the operator applied.
 	ReasonApplyFailed = "ApplyFailed"
-	// ReasonDeploymentPending: the Deployment has not been observed yet.
-	ReasonDeploymentPending = "DeploymentPending"
+	// ReasonStatefulSetPending: the StatefulSet has not been observed yet.
+	ReasonStatefulSetPending = "StatefulSetPending"
 	// ReasonImagePullFailed: pods cannot pull their image (ErrImagePull,
 	// ImagePullBackOff, InvalidImageName): the message names the image and
 	// the kubelet's error.
@@ -118,7 +120,7 @@ const (
 	// CPU or memory, taints, affinity); the message is the scheduler's.
 	// Not stalled: a node added by a person or an autoscaler places them.
 	ReasonPodsUnschedulable = "PodsUnschedulable"
-	// ReasonPodsForbidden: the ReplicaSet cannot create pods (a
+	// ReasonPodsForbidden: the StatefulSet cannot create pods (a
 	// ResourceQuota or an admission policy refuses them).
 	ReasonPodsForbidden = "PodsForbidden"
 	// ReasonAsExpected: nothing is wrong.

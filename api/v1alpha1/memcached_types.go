@@ -14,7 +14,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.monitoring) || !self.monitoring.enabled",fieldPath=".auth",reason="FieldValueForbidden",message="auth and monitoring cannot be on together: the exporter cannot authenticate to memcached"
 // +kubebuilder:validation:XValidation:rule="!has(self.monitoring) || !self.monitoring.enabled || !has(self.containerPort) || self.containerPort != 9150",fieldPath=".containerPort",reason="FieldValueForbidden",message="containerPort must not be 9150 while monitoring is on: the exporter listens on it in the same pod"
 // +kubebuilder:validation:XValidation:rule="!has(self.podAnnotations) || !self.podAnnotations.exists(k, k.startsWith('cache.example.com/'))",fieldPath=".podAnnotations",reason="FieldValueForbidden",message="podAnnotations must not set keys under cache.example.com/: the operator sets them"
-// +kubebuilder:validation:XValidation:rule="!has(self.podLabels) || !self.podLabels.exists(k, k in ['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/managed-by', 'pod-template-hash'])",fieldPath=".podLabels",reason="FieldValueForbidden",message="podLabels must not set app.kubernetes.io/name, app.kubernetes.io/instance, app.kubernetes.io/managed-by or pod-template-hash: the operator and the Deployment controller set them to select the pods"
+// +kubebuilder:validation:XValidation:rule="!has(self.podLabels) || !self.podLabels.exists(k, k in ['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/managed-by', 'cache.example.com/memcached', 'controller-revision-hash', 'statefulset.kubernetes.io/pod-name', 'apps.kubernetes.io/pod-index'])",fieldPath=".podLabels",reason="FieldValueForbidden",message="podLabels must not set app.kubernetes.io/name, app.kubernetes.io/instance, app.kubernetes.io/managed-by, cache.example.com/memcached or the StatefulSet controller's labels (controller-revision-hash, statefulset.kubernetes.io/pod-name, apps.kubernetes.io/pod-index): the operator and the StatefulSet controller set them to select the pods"
 type MemcachedSpec struct {
 	// size is the number of memcached pods. It is the scale subresource's
 	// replica count, so `kubectl scale memcached/NAME --replicas=N` and a
@@ -101,8 +101,8 @@ type MemcachedSpec struct {
 	ImagePullSecrets []ImagePullSecret `json:"imagePullSecrets,omitempty"`
 
 	// priorityClassName is the PriorityClass of the memcached pods. The
-	// class must exist when the pods are created, or the Deployment reports
-	// that it cannot create them.
+	// class must exist when the pods are created, or the StatefulSet cannot
+	// create them (the status says so).
 	//
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
@@ -421,6 +421,14 @@ type MemcachedStatus struct {
 	// +optional
 	Service *ServiceStatus `json:"service,omitempty"`
 
+	// discovery tells clients with auto discovery (AWS ElastiCache's
+	// "config get cluster") where to find every slot of the cache. It is
+	// set while the pods serve the endpoint and its membership is
+	// published.
+	//
+	// +optional
+	Discovery *DiscoveryStatus `json:"discovery,omitempty"`
+
 	// tls tells about memcached's certificate (spec.tls), while the
 	// Secret holds one valid now for the Service's name.
 	//
@@ -470,7 +478,20 @@ type ServiceStatus struct {
 	Address string `json:"address"`
 }
 
-// Memcached runs a memcached cache as a Deployment.
+// DiscoveryStatus is where the discovery endpoint answers.
+type DiscoveryStatus struct {
+	// address is "<name>.<namespace>.svc:11212": any ready pod of the
+	// Memcached answers "config get cluster" there with every slot's
+	// name, address and port, and serves memcached's commands.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Address string `json:"address"`
+}
+
+// Memcached runs a memcached cache as a StatefulSet: one slot per pod, each
+// with a stable name.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=mc,categories=all
@@ -482,6 +503,7 @@ type ServiceStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.status.image`,priority=1
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.service.address`,priority=1
+// +kubebuilder:printcolumn:name="Discovery",type=string,JSONPath=`.status.discovery.address`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 //
 // The name rules hold on creation only (names never change): a Memcached

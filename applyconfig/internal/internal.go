@@ -65,6 +65,12 @@ var schemaYAML = typed.YAMLObject(`types:
         scalar: string
 - name: com.github.example.memcached-operator.api.v1alpha1.ClientCertificates
   scalar: string
+- name: com.github.example.memcached-operator.api.v1alpha1.DiscoveryStatus
+  map:
+    fields:
+    - name: address
+      type:
+        scalar: string
 - name: com.github.example.memcached-operator.api.v1alpha1.ImagePullSecret
   map:
     fields:
@@ -224,6 +230,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - type
+    - name: discovery
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.DiscoveryStatus
     - name: image
       type:
         scalar: string

@@ -100,12 +100,12 @@ func converged(ctx context.Context, c client.Client, key client.ObjectKey, size 
 			m.Status.ReadyReplicas != size {
 			return false, nil
 		}
-		d := &appsv1.Deployment{}
+		d := &appsv1.StatefulSet{}
 		if err := c.Get(ctx, key, d); err != nil {
 			return false, nil
 		}
 		if d.Status.ObservedGeneration != d.Generation || d.Status.UpdatedReplicas != size || d.Status.Replicas != size ||
-			d.Status.ReadyReplicas != size || *d.Spec.Replicas != size {
+			d.Status.ReadyReplicas != size || *d.Spec.Replicas != size || d.Status.CurrentRevision != d.Status.UpdateRevision {
 			return false, nil
 		}
 		pods, err := podsOf(ctx, c, m)

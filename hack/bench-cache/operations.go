@@ -99,7 +99,7 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 	}
 	// served waits until every pod of the ring serves what ok accepts on
 	// a new connection: new Secret content is loaded in place, so no
-	// Deployment change tells when it is.
+	// StatefulSet change tells when it is.
 	served := func(ok func(addr string) bool) func() error {
 		return func() error {
 			return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
@@ -116,7 +116,7 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 	steps := []struct {
 		name    string
 		size    int32
-		rolls   bool         // the Deployment changes
+		rolls   bool         // the StatefulSet changes
 		settled func() error // when it does not: the operation's end
 		do      func() error
 	}{
@@ -178,7 +178,7 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 		if err := store(ctx, c, load, round); err != nil {
 			return out, fmt.Errorf("%s: %w", s.name, err)
 		}
-		d := &appsv1.Deployment{}
+		d := &appsv1.StatefulSet{}
 		if err := e.c.Get(ctx, key, d); err != nil {
 			return out, err
 		}

@@ -8,9 +8,9 @@ import (
 
 func TestPromisesKept(t *testing.T) {
 	kept := []phase{
-		{name: "create", writes: 40, requests: map[string]int{"patch deployments": 20, "patch services": 20}},
+		{name: "create", writes: 40, requests: map[string]int{"patch statefulsets": 20, "patch services": 20}},
 		{name: steadyPhase},
-		{name: "scale 1 -> 2", writes: 40, requests: map[string]int{"patch deployments": 20}},
+		{name: "scale 1 -> 2", writes: 40, requests: map[string]int{"patch statefulsets": 20}},
 	}
 	tests := []struct {
 		name   string
@@ -19,7 +19,7 @@ func TestPromisesKept(t *testing.T) {
 	}{
 		{"a run that keeps them", func([]phase) {}, ""},
 		{"a conflict", func(ps []phase) { ps[2].conflict = 1 }, "scale 1 -> 2: 1 conflicts (409)"},
-		{"a request at rest", func(ps []phase) { ps[1].requests = map[string]int{"get deployments": 1} }, "steady: 1 requests while nothing changed"},
+		{"a request at rest", func(ps []phase) { ps[1].requests = map[string]int{"get statefulsets": 1} }, "steady: 1 requests while nothing changed"},
 		// The positive control: an audit log that misses the operator
 		// would show no request at rest and no conflict, proving nothing.
 		{"no operator write recorded on create", func(ps []phase) {

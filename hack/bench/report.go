@@ -34,15 +34,15 @@ func (r *run) render() string {
 		fmt.Fprintf(&b, ", operator flags `%s`", strings.Join(r.cfg.operatorArgs, " "))
 	}
 	if r.cfg.floorOnly {
-		fmt.Fprintf(&b, "\n\nFloor only, no operator: a client creating %d Memcacheds and, for each, the operator's Deployment and Service: %s %s.\n", n, r.floor.create.Round(time.Millisecond), r.floor.stopped)
+		fmt.Fprintf(&b, "\n\nFloor only, no operator: a client creating %d Memcacheds and, for each, the operator's StatefulSet and Service: %s %s.\n", n, r.floor.create.Round(time.Millisecond), r.floor.stopped)
 		renderStackCPU(&b, nil, r.floor, nil)
 		b.WriteString("\n")
 		return b.String()
 	}
 	if baseline > 0 {
-		fmt.Fprintf(&b, "\n\nBaseline, no operator, %d Deployments and their Services created directly until Available: %s.\n", n, baseline.Round(time.Millisecond))
-		fmt.Fprintf(&b, "Floor, no operator: a client creating %d Memcacheds and, for each, the operator's Deployment and Service, until rolled out: %s; "+
-			"then scaling each to 2 (the Memcached, the Deployment, a PodDisruptionBudget): %s.\n\n",
+		fmt.Fprintf(&b, "\n\nBaseline, no operator, %d StatefulSets and their Services created directly until Available: %s.\n", n, baseline.Round(time.Millisecond))
+		fmt.Fprintf(&b, "Floor, no operator: a client creating %d Memcacheds and, for each, the operator's StatefulSet and Service, until rolled out: %s; "+
+			"then scaling each to 2 (the Memcached, the StatefulSet, a PodDisruptionBudget): %s.\n\n",
 			n, r.floor.create.Round(time.Millisecond), r.floor.scale.Round(time.Millisecond))
 	} else {
 		b.WriteString("\n\nNo baseline run.\n\n")

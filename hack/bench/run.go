@@ -152,7 +152,7 @@ func (r *run) floorOnly(ctx context.Context) error {
 		return err
 	}
 	var err error
-	fmt.Fprintf(os.Stderr, "== N=%d: floor only, %d Memcacheds with their Deployments and Services made by the client itself, within %s\n", r.n, r.n, r.convergeTimeout())
+	fmt.Fprintf(os.Stderr, "== N=%d: floor only, %d Memcacheds with their StatefulSets and Services made by the client itself, within %s\n", r.n, r.n, r.convergeTimeout())
 	r.floor, err = runFloor(ctx, r.rest, r.c, r.n, r.procs, true, r.convergeTimeout())
 	fmt.Fprintf(os.Stderr, "   create %s %s\n", r.floor.create.Round(time.Millisecond), r.floor.stopped)
 	return err
@@ -169,12 +169,12 @@ func (r *run) setUp(ctx context.Context) error {
 		return err
 	}
 	if !r.cfg.skipBaseline {
-		fmt.Fprintf(os.Stderr, "== N=%d: baseline, %d Deployments and Services without the operator\n", r.n, r.n)
+		fmt.Fprintf(os.Stderr, "== N=%d: baseline, %d StatefulSets and Services without the operator\n", r.n, r.n)
 		if r.baseline, r.baselineCPU, err = runBaseline(ctx, r.rest, r.c, r.n, r.procs); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "   %s\n", r.baseline.Round(time.Millisecond))
-		fmt.Fprintf(os.Stderr, "== N=%d: floor, %d Memcacheds with their Deployments and Services made and scaled by the client itself\n", r.n, r.n)
+		fmt.Fprintf(os.Stderr, "== N=%d: floor, %d Memcacheds with their StatefulSets and Services made and scaled by the client itself\n", r.n, r.n)
 		if r.floor, err = runFloor(ctx, r.rest, r.c, r.n, r.procs, false, r.convergeTimeout()); err != nil {
 			return err
 		}
@@ -273,7 +273,7 @@ func (r *run) measure(ctx context.Context, name string, act func(context.Context
 // promisesKept checks the promises no run may break, whatever the
 // machine's speed: no conflict in any phase, no request at rest. It first
 // checks that the audit log saw the operator at all: creating N Memcacheds
-// costs at least one write each (their Deployments), and a log that
+// costs at least one write each (their StatefulSets), and a log that
 // recorded fewer would make every other check pass with nothing to check.
 func (r *run) promisesKept() error {
 	return promisesKept(r.n, r.phases)

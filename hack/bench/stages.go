@@ -20,8 +20,8 @@ import (
 
 // tracker follows each Memcached of a phase through the stages of its
 // convergence, as the bench's watches see them: the bench changes it
-// (start), the operator's apply of its Deployment shows (applied), the
-// Deployment controller reports the Deployment rolled out (reported), the
+// (start), the operator's apply of its StatefulSet shows (applied), the
+// StatefulSet controller reports the StatefulSet rolled out (reported), the
 // operator's status says it converged (converged).
 type tracker struct {
 	mu        sync.Mutex
@@ -62,8 +62,8 @@ func (t *tracker) first(stage map[string]time.Time, name string) {
 	}
 }
 
-func (t *tracker) deployment(obj any) {
-	d, ok := obj.(*appsv1.Deployment)
+func (t *tracker) statefulSet(obj any) {
+	d, ok := obj.(*appsv1.StatefulSet)
 	if !ok || d.Spec.Replicas == nil {
 		return
 	}
@@ -94,7 +94,7 @@ func (t *tracker) memcached(obj any) {
 
 // follow adds the tracker's handlers to the informers of ca.
 func (t *tracker) follow(ctx context.Context, ca cache.Cache) error {
-	for obj, f := range map[client.Object]func(any){&appsv1.Deployment{}: t.deployment, &cachev1alpha1.Memcached{}: t.memcached} {
+	for obj, f := range map[client.Object]func(any){&appsv1.StatefulSet{}: t.statefulSet, &cachev1alpha1.Memcached{}: t.memcached} {
 		inf, err := ca.GetInformer(ctx, obj)
 		if err != nil {
 			return err
@@ -132,7 +132,7 @@ func distribution(name string, ds []time.Duration) stage {
 }
 
 // stages are the phase's stage durations: from the change to the
-// operator's apply, from there to the Deployment controller's report, from
+// operator's apply, from there to the StatefulSet controller's report, from
 // there to the status; and the whole.
 func (t *tracker) stages() []stage {
 	t.mu.Lock()
@@ -148,7 +148,7 @@ func (t *tracker) stages() []stage {
 	}
 	return []stage{
 		distribution("change → operator's apply seen", between(t.start, t.applied)),
-		distribution("apply → Deployment rolled out (Deployment controller, kwok)", between(t.applied, t.reported)),
+		distribution("apply → StatefulSet rolled out (StatefulSet controller, kwok)", between(t.applied, t.reported)),
 		distribution("rolled out → status converged (operator)", between(t.reported, t.converged)),
 		distribution("change → status converged", between(t.start, t.converged)),
 	}

@@ -51,7 +51,7 @@ func parallel(names []string, f func(string) error) error {
 	return <-errs
 }
 
-// runBaseline creates n Deployments and Services directly and waits until
+// runBaseline creates n StatefulSets and Services directly and waits until
 // they are Available; it returns how long that took and what CPU each of
 // the cluster's processes spent meanwhile.
 func runBaseline(ctx context.Context, cfg *rest.Config, c client.Client, n int, procs processes) (time.Duration, map[string]float64, error) {
@@ -65,21 +65,21 @@ func runBaseline(ctx context.Context, cfg *rest.Config, c client.Client, n int, 
 	if err != nil {
 		return 0, nil, err
 	}
-	// The Deployment informer starts on the first list: before the clock does.
-	if err := watch.List(ctx, &appsv1.DeploymentList{}, client.InNamespace(ns)); err != nil {
+	// The StatefulSet informer starts on the first list: before the clock does.
+	if err := watch.List(ctx, &appsv1.StatefulSetList{}, client.InNamespace(ns)); err != nil {
 		return 0, nil, err
 	}
 	start, cpu0 := time.Now(), procs.cpu()
 	err = parallel(names("cache", n), func(name string) error {
-		// The Deployment and Service the operator would build, created
+		// The StatefulSet and Service the operator would build, created
 		// directly (a Memcached of size 1 has no PodDisruptionBudget).
 		m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
-		dep := desired.Deployment(m, desired.Images{Memcached: desired.DefaultImage}, desired.SecretDigests{})
+		dep := desired.StatefulSet(m, desired.Images{Memcached: desired.DefaultImage}, desired.SecretDigests{})
 		dep.OwnerReferences = nil // there is no Memcached to own it
 		if err := c.Apply(ctx, dep, client.FieldOwner("bench-baseline")); err != nil {
 			return err
 		}
-		svc := desired.Service(m)
+		svc := desired.Service(m, false)
 		svc.OwnerReferences = nil
 		return c.Apply(ctx, svc, client.FieldOwner("bench-baseline"))
 	})
@@ -102,10 +102,10 @@ type floor struct {
 	stopped string
 }
 
-// runFloor creates n Memcacheds of size 1 and, for each, the Deployment
+// runFloor creates n Memcacheds of size 1 and, for each, the StatefulSet
 // and Service the operator would make, owned by it; then scales each to 2
-// as the operator would (the Memcached's size, the Deployment's replicas,
-// a PodDisruptionBudget). Each step waits until every Deployment has
+// as the operator would (the Memcached's size, the StatefulSet's replicas,
+// a PodDisruptionBudget). Each step waits until every StatefulSet has
 // rolled out. Nothing reconciles the Memcacheds meanwhile: no status is
 // written. The CRD must be installed.
 //
@@ -123,7 +123,7 @@ func runFloor(ctx context.Context, cfg *rest.Config, c client.Client, n int, pro
 	if err != nil {
 		return f, err
 	}
-	if err := watch.List(ctx, &appsv1.DeploymentList{}, client.InNamespace(ns)); err != nil {
+	if err := watch.List(ctx, &appsv1.StatefulSetList{}, client.InNamespace(ns)); err != nil {
 		return f, err
 	}
 	images := desired.Images{Memcached: desired.DefaultImage}
@@ -148,10 +148,10 @@ func runFloor(ctx context.Context, cfg *rest.Config, c client.Client, n int, pro
 		if err := c.Create(ctx, m); err != nil {
 			return err
 		}
-		if err := c.Apply(ctx, desired.Deployment(m, images, desired.SecretDigests{}), owner, client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, desired.StatefulSet(m, images, desired.SecretDigests{}), owner, client.ForceOwnership); err != nil {
 			return err
 		}
-		return c.Apply(ctx, desired.Service(m), owner, client.ForceOwnership)
+		return c.Apply(ctx, desired.Service(m, false), owner, client.ForceOwnership)
 	})
 	if err != nil || createOnly || f.stopped != "" {
 		// The cluster goes with the run.
@@ -165,7 +165,7 @@ func runFloor(ctx context.Context, cfg *rest.Config, c client.Client, n int, pro
 		if err := c.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`))); err != nil {
 			return err
 		}
-		if err := c.Apply(ctx, desired.Deployment(m, images, desired.SecretDigests{}), owner, client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, desired.StatefulSet(m, images, desired.SecretDigests{}), owner, client.ForceOwnership); err != nil {
 			return err
 		}
 		return c.Apply(ctx, desired.PodDisruptionBudget(m), owner, client.ForceOwnership)
@@ -185,11 +185,11 @@ func watchedGet(ctx context.Context, watch, c client.Reader, key client.ObjectKe
 	return c.Get(ctx, key, obj)
 }
 
-// waitRolledOut waits until n Deployments of ns have rolled out size
+// waitRolledOut waits until n StatefulSets of ns have rolled out size
 // available replicas of their current generation.
 func waitRolledOut(ctx context.Context, watch client.Reader, ns string, n int, size int32) error {
 	for {
-		list := &appsv1.DeploymentList{}
+		list := &appsv1.StatefulSetList{}
 		if err := watch.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return err
 		}
@@ -203,7 +203,7 @@ func waitRolledOut(ctx context.Context, watch client.Reader, ns string, n int, s
 			return nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("%d of %d Deployments rolled out", ready, n)
+			return fmt.Errorf("%d of %d StatefulSets rolled out", ready, n)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -325,7 +325,7 @@ func waitGone(ctx context.Context, r client.Reader) error {
 	ns := benchNamespace
 	for {
 		left := 0
-		for _, l := range []client.ObjectList{&cachev1alpha1.MemcachedList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}, &policyv1.PodDisruptionBudgetList{}} {
+		for _, l := range []client.ObjectList{&cachev1alpha1.MemcachedList{}, &appsv1.StatefulSetList{}, &corev1.ServiceList{}, &policyv1.PodDisruptionBudgetList{}} {
 			if err := r.List(ctx, l, client.InNamespace(ns)); err != nil {
 				return err
 			}

@@ -425,9 +425,9 @@ metrics:
     enabled: false
 
 # Taking over from the Operator SDK tutorial's operator: --take-over, and
-# the permissions replacing its Deployments needs (deleting Deployments,
-# relabelling ReplicaSets, patching Memcacheds), which the operator does
-# not otherwise hold. Enable it for the upgrade, disable it once every
+# the permission replacing its Deployments needs (patching Memcacheds, to
+# remove its finalizer and field managers), which the operator does not
+# otherwise hold. Enable it for the upgrade, disable it once every
 # Memcached reports RolloutComplete.
 takeover:
   enabled: false

@@ -8,16 +8,19 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/testsupport/repo"
 	"github.com/example/memcached-operator/internal/testsupport/testenv"
 	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/jsonconv"
 )
 
 // Who would refuse a spec if the CRD admitted it.
@@ -150,6 +153,10 @@ func TestSpecsThatCannotRunAreRefusedAtAdmission(t *testing.T) {
 		// drops resource claims; the pods would run without them.
 		"resource claims": 34,
 	}
+	// Before 1.34 the apiserver does not validate a StatefulSet's pod
+	// template: it accepts the StatefulSet and refuses its pods, which the
+	// status then names (PodsForbidden, with the apiserver's message).
+	const statefulSetTemplatesValidatedSince = 34
 	minor := repo.KubeMinor()
 	ctx := context.Background()
 	for i, tt := range tests {
@@ -180,6 +187,15 @@ func TestSpecsThatCannotRunAreRefusedAtAdmission(t *testing.T) {
 			}
 			if since, ok := refusedSince[tt.name]; ok && minor < since {
 				g.Expect(refusals).To(BeZero(), "Kubernetes %s accepts an object built from it, refused from 1.%d", repo.KubeVersion(), since)
+				return
+			}
+			if refusals == 0 && minor < statefulSetTemplatesValidatedSince {
+				// The StatefulSet is accepted; its pods are not.
+				var set appsv1.StatefulSet
+				g.Expect(jsonconv.Convert(desired.StatefulSet(m, testenv.Images, desired.SecretDigests{}), &set)).To(Succeed())
+				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cache-0", Labels: set.Spec.Template.Labels}, Spec: set.Spec.Template.Spec}
+				err := env.Client.Create(ctx, pod, client.DryRunAll)
+				g.Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "Kubernetes %s accepts the StatefulSet; its pods must be refused: %v", repo.KubeVersion(), err)
 				return
 			}
 			g.Expect(refusals).To(BeNumerically(">", 0), "the apiserver would refuse an object built from it")

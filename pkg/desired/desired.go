@@ -9,6 +9,8 @@ package desired
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -22,6 +24,12 @@ const (
 	labelName      = "app.kubernetes.io/name"
 	LabelInstance  = "app.kubernetes.io/instance"
 	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// LabelMemcached names the Memcached (as LabelInstance does) on
+	// everything the operator makes for it and on its pods. It is the
+	// project's own, and alone selects a Memcached's pods: the recommended
+	// labels are for people and tools, and another chart in the namespace
+	// may put the same on its own pods.
+	LabelMemcached = "cache.example.com/memcached"
 
 	// appName is the value of labelName.
 	appName = "memcached"
@@ -165,9 +173,17 @@ func isAlphanumeric(c byte) bool {
 }
 
 // SelectorLabels are the labels that select a Memcached's pods. They are
-// derived from the name only, which never changes, because a Deployment's
+// derived from the name only, which never changes, because a StatefulSet's
 // selector is immutable.
 func SelectorLabels(m *cachev1alpha1.Memcached) map[string]string {
+	return map[string]string{LabelMemcached: instanceLabelValue(m.Name)}
+}
+
+// LegacySelectorLabels are the labels that selected a Memcached's pods in
+// the operator's versions that ran them with a Deployment. Its pods and
+// the StatefulSet's both carry them: while such a Deployment is replaced,
+// the Service and the NetworkPolicy select by them (see servingSelector).
+func LegacySelectorLabels(m *cachev1alpha1.Memcached) map[string]string {
 	return map[string]string{
 		labelName:     appName,
 		LabelInstance: instanceLabelValue(m.Name),
@@ -176,9 +192,20 @@ func SelectorLabels(m *cachev1alpha1.Memcached) map[string]string {
 
 // Labels are the labels of every object the operator creates for a Memcached.
 func Labels(m *cachev1alpha1.Memcached) map[string]string {
-	l := SelectorLabels(m)
+	l := LegacySelectorLabels(m)
+	maps.Copy(l, SelectorLabels(m))
 	l[LabelManagedBy] = ManagedBy
 	return l
+}
+
+// servingSelector selects the pods that serve m's clients: m's own, and
+// while a Deployment of an earlier version of the operator is replaced
+// (replacing), its pods too, which serve until the slots are ready.
+func servingSelector(m *cachev1alpha1.Memcached, replacing bool) map[string]string {
+	if replacing {
+		return LegacySelectorLabels(m)
+	}
+	return SelectorLabels(m)
 }
 
 // ownerReference makes m the controller of an object.
@@ -229,3 +256,5 @@ func stringMap[V ~string](m map[string]V) map[string]string {
 	}
 	return out
 }
+
+func itoa(i int) string { return strconv.Itoa(i) }

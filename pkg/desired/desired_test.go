@@ -65,7 +65,7 @@ func TestDeployment(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			d := Deployment(tt.m, Images{Memcached: "memcached:default"}, SecretDigests{})
+			d := StatefulSet(tt.m, Images{Memcached: "memcached:default"}, SecretDigests{})
 
 			g.Expect(*d.Name).To(Equal(tt.m.Name))
 			g.Expect(*d.Namespace).To(Equal(tt.m.Namespace))
@@ -95,7 +95,7 @@ func TestDeployment(t *testing.T) {
 
 func TestDeploymentIsRestricted(t *testing.T) {
 	g := NewWithT(t)
-	pod := Deployment(memcached("cache", cachev1alpha1.MemcachedSpec{}), Images{Memcached: "memcached"}, SecretDigests{}).Spec.Template.Spec
+	pod := StatefulSet(memcached("cache", cachev1alpha1.MemcachedSpec{}), Images{Memcached: "memcached"}, SecretDigests{}).Spec.Template.Spec
 	g.Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
 	g.Expect(*pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
 	sc := pod.Containers[0].SecurityContext
@@ -110,12 +110,12 @@ func TestSelectorMatchesPodsAndNeverChanges(t *testing.T) {
 	g := NewWithT(t)
 	a := memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1), Image: "memcached:1"})
 	b := memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](5), Image: "memcached:2", Threads: ptr.To[int32](8)})
-	da, db := Deployment(a, Images{Memcached: "x"}, SecretDigests{}), Deployment(b, Images{Memcached: "y"}, SecretDigests{})
+	da, db := StatefulSet(a, Images{Memcached: "x"}, SecretDigests{}), StatefulSet(b, Images{Memcached: "y"}, SecretDigests{})
 	g.Expect(da.Spec.Selector.MatchLabels).To(Equal(db.Spec.Selector.MatchLabels), "a spec change must not change the immutable selector")
 	sel := labels.SelectorFromSet(da.Spec.Selector.MatchLabels)
 	g.Expect(sel.Matches(labels.Set(da.Spec.Template.Labels))).To(BeTrue())
 
-	other := Deployment(memcached("cache-2", cachev1alpha1.MemcachedSpec{}), Images{Memcached: "x"}, SecretDigests{})
+	other := StatefulSet(memcached("cache-2", cachev1alpha1.MemcachedSpec{}), Images{Memcached: "x"}, SecretDigests{})
 	g.Expect(sel.Matches(labels.Set(other.Spec.Template.Labels))).To(BeFalse(), "selectors of two instances must not overlap")
 }
 

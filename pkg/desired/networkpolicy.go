@@ -38,17 +38,20 @@ func WantsNetworkPolicy(m *cachev1alpha1.Memcached) bool {
 // (with an implementation that matches named ports; the others admit the
 // new port only).
 //
+// While replacing is true (a Deployment of an earlier version of the
+// operator is being replaced) it holds that Deployment's pods too.
+//
 // m must want one (WantsNetworkPolicy).
-func NetworkPolicy(m *cachev1alpha1.Memcached) *networkingv1ac.NetworkPolicyApplyConfiguration {
+func NetworkPolicy(m *cachev1alpha1.Memcached, replacing bool) *networkingv1ac.NetworkPolicyApplyConfiguration {
 	np := m.Spec.NetworkPolicy
 	clients := peers(np.Clients)
 	if len(clients) == 0 {
 		clients = append(clients, networkingv1ac.NetworkPolicyPeer().WithPodSelector(metav1ac.LabelSelector()))
 	}
 	spec := networkingv1ac.NetworkPolicySpec().
-		WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(m))).
+		WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(servingSelector(m, replacing))).
 		WithPolicyTypes(networkingv1.PolicyTypeIngress).
-		WithIngress(ingressRule(clients, intstr.FromInt32(port(m)), intstr.FromString(PortName)))
+		WithIngress(ingressRule(clients, intstr.FromInt32(port(m)), intstr.FromString(PortName), intstr.FromInt32(DiscoveryPort)))
 	if RunsExporter(m) {
 		scrapers := peers(np.MetricsClients)
 		if len(scrapers) == 0 {

@@ -27,41 +27,42 @@ func TestNetworkPolicy(t *testing.T) {
 		name string
 		spec cachev1alpha1.MemcachedSpec
 		// want is, per port of an ingress rule, the rule's peers: memcached's
-		// port by number and by name, the exporter's by number.
+		// port by number and by name and the discovery endpoint's, the
+		// exporter's by number.
 		want map[string][]networkingv1.NetworkPolicyPeer
 	}{{
 		name: "clients default to the pods of the namespace",
 		spec: cachev1alpha1.MemcachedSpec{NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true}},
-		want: map[string][]networkingv1.NetworkPolicyPeer{"11211": {thisNamespace}, "memcached": {thisNamespace}},
+		want: map[string][]networkingv1.NetworkPolicyPeer{"11211": {thisNamespace}, "memcached": {thisNamespace}, "11212": {thisNamespace}},
 	}, {
 		name: "named clients, as written, on the memcached port",
 		spec: cachev1alpha1.MemcachedSpec{ContainerPort: ptr.To[int32](11311), NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true,
 			Clients: []cachev1alpha1.NetworkPolicyPeer{{PodSelector: web}, {NamespaceSelector: team}, {PodSelector: web, NamespaceSelector: team}}}},
-		want: map[string][]networkingv1.NetworkPolicyPeer{"11311": clients, "memcached": clients},
+		want: map[string][]networkingv1.NetworkPolicyPeer{"11311": clients, "memcached": clients, "11212": clients},
 	}, {
 		name: "monitoring: metrics clients default to the namespaces labelled metrics: enabled",
 		spec: cachev1alpha1.MemcachedSpec{Monitoring: &cachev1alpha1.MonitoringSpec{Enabled: true}, NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true}},
-		want: map[string][]networkingv1.NetworkPolicyPeer{"11211": {thisNamespace}, "memcached": {thisNamespace}, "9150": {metricsNamespaces}},
+		want: map[string][]networkingv1.NetworkPolicyPeer{"11211": {thisNamespace}, "memcached": {thisNamespace}, "11212": {thisNamespace}, "9150": {metricsNamespaces}},
 	}, {
 		name: "monitoring: named metrics clients",
 		spec: cachev1alpha1.MemcachedSpec{Monitoring: &cachev1alpha1.MonitoringSpec{Enabled: true}, NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true,
 			MetricsClients: []cachev1alpha1.NetworkPolicyPeer{{NamespaceSelector: prometheus}}}},
-		want: map[string][]networkingv1.NetworkPolicyPeer{"11211": {thisNamespace}, "memcached": {thisNamespace}, "9150": {
+		want: map[string][]networkingv1.NetworkPolicyPeer{"11211": {thisNamespace}, "memcached": {thisNamespace}, "11212": {thisNamespace}, "9150": {
 			{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}},
 		}},
 	}, {
 		name: "metrics clients without monitoring open no port",
 		spec: cachev1alpha1.MemcachedSpec{NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true,
 			MetricsClients: []cachev1alpha1.NetworkPolicyPeer{{NamespaceSelector: prometheus}}}},
-		want: map[string][]networkingv1.NetworkPolicyPeer{"11211": {thisNamespace}, "memcached": {thisNamespace}},
+		want: map[string][]networkingv1.NetworkPolicyPeer{"11211": {thisNamespace}, "memcached": {thisNamespace}, "11212": {thisNamespace}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			m := memcached("cache", tt.spec)
-			g.Expect(WantsNetworkPolicy(m)).To(BeTrue())
+			g.Expect(WantsNetworkPolicy(m)).To(BeTrue(), false)
 			var np networkingv1.NetworkPolicy
-			g.Expect(jsonconv.Convert(NetworkPolicy(m), &np)).To(Succeed())
+			g.Expect(jsonconv.Convert(NetworkPolicy(m, false), &np)).To(Succeed())
 			g.Expect(np.Name).To(Equal("cache"))
 			g.Expect(np.Labels).To(Equal(Labels(m)))
 			g.Expect(np.OwnerReferences).To(ConsistOf(HaveField("Controller", HaveValue(BeTrue()))))

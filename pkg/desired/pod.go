@@ -22,6 +22,9 @@ func podSpec(m *cachev1alpha1.Memcached, images Images) *corev1ac.PodSpecApplyCo
 	if RunsExporter(m) {
 		ps.WithContainers(exporter(m, images))
 	}
+	if RunsDiscovery(m, images) {
+		ps.WithContainers(discoveryContainer(m, images))
+	}
 	if RunsReloader(m, images) {
 		ps.WithInitContainers(reloaderPrepare(m, images))
 		ps.WithContainers(reloader(m, images))
@@ -46,6 +49,10 @@ func podSpec(m *cachev1alpha1.Memcached, images Images) *corev1ac.PodSpecApplyCo
 		// The mounted Secrets belong to this group, which every container
 		// of the pod joins.
 		ps.SecurityContext.WithFSGroup(memcachedUser)
+	}
+	if RunsDiscovery(m, images) {
+		// Readable by every user: the membership is no secret.
+		ps.WithVolumes(membershipVolumeOf(m))
 	}
 	withScheduling(ps, m)
 	return ps
@@ -82,7 +89,7 @@ func withScheduling(ps *corev1ac.PodSpecApplyConfiguration, m *cachev1alpha1.Mem
 			WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(m))).
 			// Spread each revision on its own: during a rollout, the old
 			// pods about to go do not count.
-			WithMatchLabelKeys(appsv1.DefaultDeploymentUniqueLabelKey))
+			WithMatchLabelKeys(appsv1.ControllerRevisionHashLabelKey))
 	}
 }
 

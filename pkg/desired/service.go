@@ -15,12 +15,16 @@ import (
 // resolves to the address of every ready pod, which is what memcached
 // clients want (they spread keys across servers themselves).
 //
+// It names each slot of m's StatefulSet (<pod>.<name>.<namespace>.svc).
+// While replacing is true (a Deployment of an earlier version of the
+// operator is being replaced) it selects that Deployment's pods too.
+//
 // With monitoring on, it exposes the exporter's port too, which a
 // ServiceMonitor scrapes.
-func Service(m *cachev1alpha1.Memcached) *corev1ac.ServiceApplyConfiguration {
+func Service(m *cachev1alpha1.Memcached, replacing bool) *corev1ac.ServiceApplyConfiguration {
 	spec := corev1ac.ServiceSpec().
 		WithClusterIP(corev1.ClusterIPNone).
-		WithSelector(SelectorLabels(m)).
+		WithSelector(servingSelector(m, replacing)).
 		WithPorts(corev1ac.ServicePort().
 			WithName(PortName).
 			WithProtocol(corev1.ProtocolTCP).

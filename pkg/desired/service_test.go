@@ -28,14 +28,16 @@ func TestService(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			s := Service(tt.m)
+			s := Service(tt.m, false)
 			g.Expect(*s.Name).To(Equal(tt.m.Name))
 			g.Expect(*s.Namespace).To(Equal("ns"))
 			g.Expect(s.Labels).To(Equal(Labels(tt.m)))
 			g.Expect(s.OwnerReferences).To(HaveLen(1))
 			g.Expect(*s.OwnerReferences[0].Controller).To(BeTrue())
 			g.Expect(*s.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone), "headless: one address per pod")
-			g.Expect(s.Spec.Selector).To(Equal(SelectorLabels(tt.m)), "exactly this instance's pods")
+			g.Expect(s.Spec.Selector).To(Equal(map[string]string{LabelMemcached: tt.m.Name}), "exactly this instance's pods, by the project's own label")
+			g.Expect(Service(tt.m, true).Spec.Selector).To(Equal(map[string]string{"app.kubernetes.io/name": "memcached", LabelInstance: tt.m.Name}),
+				"while a Deployment of an earlier version is replaced, its pods too")
 			g.Expect(s.Spec.Ports).To(HaveLen(1))
 			p := s.Spec.Ports[0]
 			g.Expect(*p.Name).To(Equal("memcached"))
@@ -73,14 +75,14 @@ func TestPodDisruptionBudget(t *testing.T) {
 func TestSchedulingDefaultsToSpreadingAcrossNodes(t *testing.T) {
 	g := NewWithT(t)
 	m := memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](4)})
-	ps := Deployment(m, Images{Memcached: "memcached:1"}, SecretDigests{}).Spec.Template.Spec
+	ps := StatefulSet(m, Images{Memcached: "memcached:1"}, SecretDigests{}).Spec.Template.Spec
 	g.Expect(ps.TopologySpreadConstraints).To(HaveLen(1))
 	c := ps.TopologySpreadConstraints[0]
 	g.Expect(*c.TopologyKey).To(Equal("kubernetes.io/hostname"))
 	g.Expect(*c.MaxSkew).To(Equal(int32(1)))
 	g.Expect(*c.WhenUnsatisfiable).To(Equal(corev1.ScheduleAnyway), "never leaves a pod Pending for spreading's sake")
 	g.Expect(c.LabelSelector.MatchLabels).To(Equal(SelectorLabels(m)))
-	g.Expect(c.MatchLabelKeys).To(ConsistOf("pod-template-hash"))
+	g.Expect(c.MatchLabelKeys).To(ConsistOf("controller-revision-hash"), "each revision spread on its own")
 	g.Expect(ps.Affinity).To(BeNil())
 	g.Expect(ps.Tolerations).To(BeEmpty())
 	g.Expect(ps.NodeSelector).To(BeEmpty())
@@ -108,7 +110,7 @@ func TestSchedulingFieldsPassThrough(t *testing.T) {
 		Tolerations:               tolerations,
 		TopologySpreadConstraints: []cachev1alpha1.TopologySpreadConstraint{spread},
 	})
-	d := Deployment(m, Images{Memcached: "memcached:1"}, SecretDigests{})
+	d := StatefulSet(m, Images{Memcached: "memcached:1"}, SecretDigests{})
 
 	// What the Deployment's pod template says is exactly what the spec
 	// said, read as the core API reads it.

@@ -1,11 +1,11 @@
 package desired
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
@@ -33,14 +33,16 @@ func TestCommandCarriesTheCacheSettings(t *testing.T) {
 	}
 }
 
-// A rollout never takes a serving pod away before its replacement is
-// ready, and a stopping pod keeps serving while endpoints drop it.
-func TestRolloutKeepsCapacity(t *testing.T) {
+// Each pod is a slot named under the headless Service; a change rolls one
+// slot at a time, and a stopping pod keeps serving while endpoints drop it.
+func TestSlotsRollOneAtATime(t *testing.T) {
 	g := NewWithT(t)
-	d := Deployment(memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)}), testImages, SecretDigests{})
-	ru := d.Spec.Strategy.RollingUpdate
-	g.Expect(*ru.MaxUnavailable).To(Equal(intstr.FromInt32(0)))
-	g.Expect(*ru.MaxSurge).To(Equal(intstr.FromInt32(1)))
+	d := StatefulSet(memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)}), testImages, SecretDigests{})
+	g.Expect(*d.Spec.ServiceName).To(Equal("cache"), "the headless Service names the slots")
+	g.Expect(*d.Spec.PodManagementPolicy).To(Equal(appsv1.ParallelPodManagement), "slots do not wait for each other on a scale")
+	g.Expect(*d.Spec.UpdateStrategy.Type).To(Equal(appsv1.RollingUpdateStatefulSetStrategyType))
+	g.Expect(d.Spec.UpdateStrategy.RollingUpdate).To(BeNil(), "one slot at a time, every slot")
+	g.Expect(SlotHost("cache", "ns", 2)).To(Equal("cache-2.cache.ns.svc"))
 	pod := d.Spec.Template.Spec
 	sleep := pod.Containers[0].Lifecycle.PreStop.Sleep
 	g.Expect(sleep).NotTo(BeNil(), "the kubelet's sleep action: no shell needed")
@@ -60,7 +62,7 @@ func TestPodSettings(t *testing.T) {
 		PodLabels:         map[string]cachev1alpha1.LabelValue{"team": "payments", LabelInstance: "not-this"},
 		PodAnnotations:    map[string]cachev1alpha1.AnnotationValue{"example.com/owner": "payments"},
 	})
-	d := Deployment(m, testImages, SecretDigests{})
+	d := StatefulSet(m, testImages, SecretDigests{})
 	tmpl := d.Spec.Template
 	g.Expect(tmpl.Labels).To(HaveKeyWithValue("team", "payments"))
 	g.Expect(tmpl.Labels).To(HaveKeyWithValue(LabelInstance, "cache"), "the selector's labels win")
@@ -69,7 +71,7 @@ func TestPodSettings(t *testing.T) {
 	g.Expect(*tmpl.Spec.PriorityClassName).To(Equal("cache-critical"))
 	g.Expect(d.Labels).NotTo(HaveKey("team"), "pod labels are the pods' only")
 
-	plain := Deployment(memcached("cache", cachev1alpha1.MemcachedSpec{}), testImages, SecretDigests{}).Spec.Template
+	plain := StatefulSet(memcached("cache", cachev1alpha1.MemcachedSpec{}), testImages, SecretDigests{}).Spec.Template
 	g.Expect(plain.Annotations).To(BeNil(), "nothing sent when the spec has none")
 	g.Expect(plain.Spec.ImagePullSecrets).To(BeEmpty())
 	g.Expect(plain.Spec.PriorityClassName).To(BeNil())
@@ -81,7 +83,7 @@ func TestMonitoringAddsTheExporterAndItsPort(t *testing.T) {
 		ContainerPort: ptr.To[int32](11311),
 		Monitoring:    &cachev1alpha1.MonitoringSpec{Enabled: true},
 	})
-	pod := Deployment(m, testImages, SecretDigests{}).Spec.Template.Spec
+	pod := StatefulSet(m, testImages, SecretDigests{}).Spec.Template.Spec
 	g.Expect(pod.Containers).To(HaveLen(2))
 	e := pod.Containers[1]
 	g.Expect(*e.Name).To(Equal(ExporterContainerName))
@@ -93,14 +95,14 @@ func TestMonitoringAddsTheExporterAndItsPort(t *testing.T) {
 	g.Expect(*e.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
 	g.Expect(e.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
 
-	ports := Service(m).Spec.Ports
+	ports := Service(m, false).Spec.Ports
 	g.Expect(ports).To(HaveLen(2))
 	g.Expect(*ports[1].Name).To(Equal(MetricsPortName))
 	g.Expect(*ports[1].Port).To(Equal(MetricsPort))
 
 	off := memcached("cache", cachev1alpha1.MemcachedSpec{Monitoring: &cachev1alpha1.MonitoringSpec{Enabled: false}})
-	g.Expect(Deployment(off, testImages, SecretDigests{}).Spec.Template.Spec.Containers).To(HaveLen(1))
-	g.Expect(Service(off).Spec.Ports).To(HaveLen(1))
+	g.Expect(StatefulSet(off, testImages, SecretDigests{}).Spec.Template.Spec.Containers).To(HaveLen(1))
+	g.Expect(Service(off, false).Spec.Ports).To(HaveLen(1))
 }
 
 func TestServiceMonitorScrapesOnlyItsMemcached(t *testing.T) {

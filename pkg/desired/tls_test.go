@@ -41,7 +41,7 @@ func TestPodsMountTheSecretsTheyUse(t *testing.T) {
 		TLS:  &cachev1alpha1.TLSSpec{SecretName: "cache-tls", ClientCertificates: cachev1alpha1.ClientCertificatesRequire},
 		Auth: &cachev1alpha1.AuthSpec{SecretName: "cache-users", Key: "users"},
 	})
-	tmpl := Deployment(m, testImages, SecretDigests{TLS: "t1", Auth: "a1"}).Spec.Template
+	tmpl := StatefulSet(m, testImages, SecretDigests{TLS: "t1", Auth: "a1"}).Spec.Template
 	g.Expect(tmpl.Annotations).To(Equal(map[string]string{AnnotationTLSDigest: "t1", AnnotationAuthDigest: "a1"}))
 	pod := tmpl.Spec
 	g.Expect(*pod.SecurityContext.FSGroup).To(Equal(int64(memcachedUser)))
@@ -68,7 +68,7 @@ func TestPodsMountTheSecretsTheyUse(t *testing.T) {
 	g.Expect(*mounts[0].MountPath).To(Equal(tlsDir))
 	g.Expect(*mounts[1].MountPath).To(Equal(authDir))
 
-	rotated := Deployment(m, testImages, SecretDigests{TLS: "t2", Auth: "a1"}).Spec.Template
+	rotated := StatefulSet(m, testImages, SecretDigests{TLS: "t2", Auth: "a1"}).Spec.Template
 	g.Expect(rotated.Annotations[AnnotationTLSDigest]).To(Equal("t2"))
 
 	// Without client certificates, ca.crt is neither mounted nor digested.
@@ -76,7 +76,7 @@ func TestPodsMountTheSecretsTheyUse(t *testing.T) {
 	g.Expect(TLSKeys(m)).To(Equal([]string{"tls.crt", "tls.key"}))
 	// Without Secrets, the pods stay as they were: no volume, no group,
 	// no annotation (an operator upgrade rolls nothing for them).
-	plain := Deployment(memcached("cache", cachev1alpha1.MemcachedSpec{}), testImages, SecretDigests{TLS: "ignored"}).Spec.Template
+	plain := StatefulSet(memcached("cache", cachev1alpha1.MemcachedSpec{}), testImages, SecretDigests{TLS: "ignored"}).Spec.Template
 	g.Expect(plain.Annotations).To(BeEmpty())
 	g.Expect(plain.Spec.Volumes).To(BeEmpty())
 	g.Expect(plain.Spec.SecurityContext.FSGroup).To(BeNil())
@@ -91,14 +91,14 @@ func TestExporterScrapesOverTLS(t *testing.T) {
 		TLS:        &cachev1alpha1.TLSSpec{SecretName: "cache-tls"},
 		Size:       ptr.To[int32](1),
 	})
-	exp := Deployment(m, testImages, SecretDigests{}).Spec.Template.Spec.Containers[1]
+	exp := StatefulSet(m, testImages, SecretDigests{}).Spec.Template.Spec.Containers[1]
 	g.Expect(*exp.Name).To(Equal(ExporterContainerName))
 	g.Expect(exp.Args).To(ContainElements("--memcached.tls.enable", "--memcached.tls.insecure-skip-verify"))
 	g.Expect(exp.Args).NotTo(ContainElement(HavePrefix("--memcached.tls.cert-file")))
 	g.Expect(exp.VolumeMounts).To(BeEmpty(), "no key material it does not need")
 
 	m.Spec.TLS.ClientCertificates = cachev1alpha1.ClientCertificatesRequire
-	exp = Deployment(m, testImages, SecretDigests{}).Spec.Template.Spec.Containers[1]
+	exp = StatefulSet(m, testImages, SecretDigests{}).Spec.Template.Spec.Containers[1]
 	g.Expect(exp.Args).To(ContainElements("--memcached.tls.cert-file=/etc/memcached/tls/tls.crt", "--memcached.tls.key-file=/etc/memcached/tls/tls.key"))
 	g.Expect(exp.VolumeMounts).To(HaveLen(1))
 	g.Expect(*exp.VolumeMounts[0].MountPath).To(Equal(tlsDir))

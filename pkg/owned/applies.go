@@ -254,13 +254,17 @@ func (s *Summary) digest() (Digest, error) {
 }
 
 // digestOf computes the digest of what FieldManager owns of a whole
-// Deployment, Service, PodDisruptionBudget, NetworkPolicy or
+// StatefulSet, Deployment, Service, PodDisruptionBudget, NetworkPolicy or
 // ServiceMonitor from its managed fields.
 func digestOf(obj client.Object, schemas *Schemas) (Digest, error) {
 	var d Digest
 	var owned any
 	var err error
 	switch o := obj.(type) {
+	case *appsv1.StatefulSet:
+		owned, err = appsv1ac.ExtractStatefulSet(o, FieldManager)
+	case *corev1.ConfigMap:
+		owned, err = corev1ac.ExtractConfigMap(o, FieldManager)
 	case *appsv1.Deployment:
 		owned, err = appsv1ac.ExtractDeployment(o, FieldManager)
 	case *corev1.Service:

@@ -15,7 +15,7 @@ import (
 
 func TestManagersOfLostFields(t *testing.T) {
 	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "u"}}
-	want := desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{})
+	want := desired.StatefulSet(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{})
 	all, err := owned.AppliedFields(builtin, want)
 	if err != nil {
 		t.Fatal(err)

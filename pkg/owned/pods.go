@@ -1,12 +1,11 @@
 package owned
 
 import (
-	"strings"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/reload"
@@ -28,10 +27,16 @@ type Pod struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// Memcached is the name of the Memcached whose pod it is: its
-	// ReplicaSet's name (that of the Memcached's Deployment, then the
-	// pod template's hash). Empty for a pod of no ReplicaSet.
-	Memcached string `json:"memcached,omitempty"`
+	// Controller is the UID of the StatefulSet that controls the pod: the
+	// pods of a Memcached are those of its StatefulSet, whatever labels or
+	// names another pod has. Empty for a pod no StatefulSet controls.
+	Controller types.UID `json:"controller,omitempty"`
+	// StatefulSet is the name of that StatefulSet, which is its
+	// Memcached's: whose reconcile the pod's news starts.
+	StatefulSet string `json:"statefulSet,omitempty"`
+	// IP is the pod's address, once it has one: a slot's, for the
+	// membership the discovery endpoint serves.
+	IP string `json:"ip,omitempty"`
 	// Unschedulable is the scheduler's message while it cannot place the
 	// pod.
 	Unschedulable string `json:"unschedulable,omitempty"`
@@ -75,8 +80,11 @@ func SummarizePod(p *corev1.Pod) *Pod {
 			UID:             p.UID,
 			ResourceVersion: p.ResourceVersion,
 		},
-		Memcached: memcachedOfPod(p),
 	}
+	if ref := statefulSetOf(p); ref != nil {
+		s.Controller, s.StatefulSet = ref.UID, ref.Name
+	}
+	s.IP = p.Status.PodIP
 	if p.DeletionTimestamp != nil {
 		// Going away: what it says no longer stands in the way.
 		return s
@@ -152,19 +160,13 @@ func (p *Pod) Troubled() bool {
 	return p.Unschedulable != "" || len(p.Containers) > 0 || p.ReloadFailed != ""
 }
 
-// memcachedOfPod is the name of the Memcached whose pod p is: the name of
-// its ReplicaSet without the pod template hash that the Deployment
-// controller appends to the Deployment's (the Memcached's) name.
-func memcachedOfPod(p *corev1.Pod) string {
-	ref := metav1.GetControllerOf(p)
-	if ref == nil || ref.Kind != "ReplicaSet" {
-		return ""
+// statefulSetOf is the reference to the StatefulSet that controls p, or nil.
+func statefulSetOf(p *corev1.Pod) *metav1.OwnerReference {
+	ref := metav1.GetControllerOfNoCopy(p)
+	if ref == nil || ref.Kind != "StatefulSet" || ref.APIVersion != appsv1.SchemeGroupVersion.String() {
+		return nil
 	}
-	hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-	if hash == "" || !strings.HasSuffix(ref.Name, "-"+hash) {
-		return ""
-	}
-	return strings.TrimSuffix(ref.Name, "-"+hash)
+	return ref
 }
 
 // SamePod tells whether two summaries of a pod say the same, whatever

@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/example/memcached-operator/pkg/desired"
@@ -14,13 +15,15 @@ import (
 	"github.com/example/memcached-operator/pkg/reload"
 )
 
-func podOf(rs, hash string, st corev1.PodStatus) *corev1.Pod {
+// podOf is slot 0 of StatefulSet set, of UID "uid-"+set.
+func podOf(set, _ string, st corev1.PodStatus) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: rs + "-x", Namespace: "ns", ResourceVersion: "7",
-			Labels:          map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: hash, "team": "a"},
-			Annotations:     map[string]string{"big": "annotation"},
-			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: rs, Controller: ptr.To(true)}},
+			Name: set + "-0", Namespace: "ns", ResourceVersion: "7",
+			Labels:      map[string]string{appsv1.ControllerRevisionHashLabelKey: set + "-5d8f", "team": "a"},
+			Annotations: map[string]string{"big": "annotation"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: set,
+				UID: types.UID("uid-" + set), Controller: ptr.To(true)}},
 		},
 		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "memcached:1"}, {Name: "exporter", Image: "exporter:1"}}},
 		Status: st,
@@ -35,8 +38,9 @@ func TestPodSummaryKeepsOnlyWhyItIsNotReady(t *testing.T) {
 		{Name: "memcached", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}},
 		{Name: "exporter", Ready: true},
 	}}
-	p := owned.SummarizePod(podOf("cache-5d8f", "5d8f", starting))
-	g.Expect(p.Memcached).To(Equal("cache"))
+	p := owned.SummarizePod(podOf("cache", "", starting))
+	g.Expect(p.Controller).To(Equal(types.UID("uid-cache")), "attributed by its StatefulSet's UID")
+	g.Expect(p.StatefulSet).To(Equal("cache"))
 	g.Expect(p.Troubled()).To(BeFalse())
 	g.Expect(p.Labels).To(BeEmpty())
 	g.Expect(p.Annotations).To(BeEmpty())
@@ -47,7 +51,7 @@ func TestPodSummaryKeepsOnlyWhyItIsNotReady(t *testing.T) {
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 71, Message: "failed to listen"}}},
 		{Name: "exporter", Ready: true},
 	}}
-	p = owned.SummarizePod(podOf("cache-5d8f", "5d8f", failing))
+	p = owned.SummarizePod(podOf("cache", "", failing))
 	g.Expect(p.Troubled()).To(BeTrue())
 	g.Expect(p.Containers).To(Equal([]owned.ContainerProblem{{
 		Name: "memcached", Image: "memcached:1", RestartCount: 2, Waiting: "CrashLoopBackOff", Message: "back-off",
@@ -62,7 +66,7 @@ func TestPodSummaryKeepsOnlyWhyItIsNotReady(t *testing.T) {
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1, Message: "the mounted certificate is not fit to serve"}}}},
 		ContainerStatuses: []corev1.ContainerStatus{{Name: "memcached", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}},
 	}
-	p = owned.SummarizePod(podOf("cache-5d8f", "5d8f", preparing))
+	p = owned.SummarizePod(podOf("cache", "", preparing))
 	g.Expect(p.Containers).To(Equal([]owned.ContainerProblem{{
 		Name: "reloader-prepare", RestartCount: 1, Waiting: "CrashLoopBackOff", Message: "back-off",
 		Terminated: "Error", ExitCode: 1, TerminatedMessage: "the mounted certificate is not fit to serve",
@@ -72,18 +76,22 @@ func TestPodSummaryKeepsOnlyWhyItIsNotReady(t *testing.T) {
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", ExitCode: 0}}}},
 		ContainerStatuses: []corev1.ContainerStatus{{Name: "memcached", Ready: true}},
 	}
-	g.Expect(owned.SummarizePod(podOf("cache-5d8f", "5d8f", prepared)).Troubled()).To(BeFalse())
+	g.Expect(owned.SummarizePod(podOf("cache", "", prepared)).Troubled()).To(BeFalse())
 
-	going := podOf("cache-5d8f", "5d8f", failing)
+	going := podOf("cache", "", failing)
 	going.DeletionTimestamp = &metav1.Time{}
 	g.Expect(owned.SummarizePod(going).Troubled()).To(BeFalse(), "a terminating pod no longer stands in the way")
 
-	// A name with dashes; a ReplicaSet that is not the Deployment's.
-	g.Expect(owned.SummarizePod(podOf("my-cache-7f9c6", "7f9c6", starting)).Memcached).To(Equal("my-cache"))
-	g.Expect(owned.SummarizePod(podOf("other", "7f9c6", starting)).Memcached).To(BeEmpty())
+	// A pod of a ReplicaSet, a pod controlled by nothing: no StatefulSet's.
+	rsPod := podOf("cache", "", starting)
+	rsPod.OwnerReferences[0].Kind = "ReplicaSet"
+	g.Expect(owned.SummarizePod(rsPod).Controller).To(BeEmpty())
+	bare := podOf("cache", "", starting)
+	bare.OwnerReferences = nil
+	g.Expect(owned.SummarizePod(bare).Controller).To(BeEmpty())
 
 	// Summaries that differ only in resourceVersion say the same.
-	a, b := owned.SummarizePod(podOf("cache-5d8f", "5d8f", failing)), owned.SummarizePod(podOf("cache-5d8f", "5d8f", failing))
+	a, b := owned.SummarizePod(podOf("cache", "", failing)), owned.SummarizePod(podOf("cache", "", failing))
 	b.ResourceVersion = "8"
 	g.Expect(owned.SamePod(a, b)).To(BeTrue())
 	b.Containers[0].RestartCount = 3
@@ -101,13 +109,13 @@ func TestPodSummaryTellsAFailedReload(t *testing.T) {
 		"waiting": {Name: desired.ReloaderContainerName, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}, LastTerminationState: corev1.ContainerState{Terminated: failed}},
 		"running": {Name: desired.ReloaderContainerName, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, LastTerminationState: corev1.ContainerState{Terminated: failed}},
 	} {
-		p := owned.SummarizePod(podOf("cache-5d8f", "5d8f", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{st}}))
+		p := owned.SummarizePod(podOf("cache", "", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{st}}))
 		g.Expect(p.ReloadFailed).To(Equal(failed.Message), name)
 		g.Expect(p.Containers).To(BeEmpty(), name)
 		g.Expect(p.Troubled()).To(BeTrue(), name)
 	}
 	crashed := corev1.ContainerStatus{Name: desired.ReloaderContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}}
-	p := owned.SummarizePod(podOf("cache-5d8f", "5d8f", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{crashed}}))
+	p := owned.SummarizePod(podOf("cache", "", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{crashed}}))
 	g.Expect(p.ReloadFailed).To(BeEmpty())
 	g.Expect(p.Containers).To(HaveLen(1))
 }

@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Store watches the Deployments, Services, PodDisruptionBudgets,
+// Store watches the StatefulSets, Deployments, Services, PodDisruptionBudgets,
 // NetworkPolicies and ServiceMonitors that carry the operator's label, in
 // the namespaces it watches, and keeps a Summary of each. It is not the
 // manager's cache: that cache would hand out summaries as if they were
@@ -154,10 +154,12 @@ func watchedKinds(cfg *rest.Config, hc *http.Client, schemas *Schemas) ([]watche
 		return nil, nil, nil, err
 	}
 	kinds := []watchedKind{
+		{KindStatefulSet, apps.RESTClient(), appsv1.SchemeGroupVersion.WithResource("statefulsets"), &appsv1.StatefulSet{}},
 		{KindDeployment, apps.RESTClient(), appsv1.SchemeGroupVersion.WithResource("deployments"), &appsv1.Deployment{}},
 		{KindService, core.RESTClient(), corev1.SchemeGroupVersion.WithResource("services"), &corev1.Service{}},
 		{KindPodDisruptionBudget, policy.RESTClient(), policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), &policyv1.PodDisruptionBudget{}},
 		{KindNetworkPolicy, networking.RESTClient(), networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), &networkingv1.NetworkPolicy{}},
+		{KindConfigMap, core.RESTClient(), corev1.SchemeGroupVersion.WithResource("configmaps"), &corev1.ConfigMap{}},
 	}
 	if schemas.ServiceMonitors() {
 		kinds = append(kinds, watchedKind{KindServiceMonitor, monitoring.RESTClient(), monitoringv1.SchemeGroupVersion.WithResource(monitoringv1.ServiceMonitorName), &monitoringv1.ServiceMonitor{}})

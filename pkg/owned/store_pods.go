@@ -15,11 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// byMemcached indexes pod summaries by the Memcached they are of.
-const byMemcached = "memcached"
+// byController indexes pod summaries by the UID of the StatefulSet that
+// controls them.
+const byController = "controller"
 
 // newPodInformer is an informer of the summaries of the pods labelled with
-// selector in ns, indexed by Memcached. It never resyncs: the Memcacheds'
+// selector in ns, indexed by the StatefulSet that controls them. It never resyncs: the Memcacheds'
 // own objects bring the periodic look.
 func newPodInformer(core rest.Interface, ns string, selector labels.Selector) toolscache.SharedIndexInformer {
 	lw := toolscache.NewFilteredListWatchFromClient(core, "pods", ns, withSelector(selector))
@@ -27,12 +28,12 @@ func newPodInformer(core rest.Interface, ns string, selector labels.Selector) to
 		ObjectDescription: "Pod summaries",
 		Indexers: toolscache.Indexers{
 			toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,
-			byMemcached: func(obj any) ([]string, error) {
+			byController: func(obj any) ([]string, error) {
 				p, ok := obj.(*Pod)
-				if !ok || p.Memcached == "" {
+				if !ok || p.Controller == "" {
 					return nil, nil
 				}
-				return []string{types.NamespacedName{Namespace: p.Namespace, Name: p.Memcached}.String()}, nil
+				return []string{string(p.Controller)}, nil
 			},
 		},
 	})
@@ -46,16 +47,17 @@ func newPodInformer(core rest.Interface, ns string, selector labels.Selector) to
 	return inf
 }
 
-// Pods returns the summaries of the pods of the Memcached of key.
-func (s *Store) Pods(key types.NamespacedName) ([]*Pod, error) {
-	inf, ok := s.informers[kindPod][key.Namespace]
+// Pods returns the summaries of the pods in namespace that the
+// StatefulSet of UID controller controls.
+func (s *Store) Pods(namespace string, controller types.UID) ([]*Pod, error) {
+	inf, ok := s.informers[kindPod][namespace]
 	if !ok {
 		inf, ok = s.informers[kindPod][metav1.NamespaceAll]
 	}
 	if !ok {
-		return nil, fmt.Errorf("namespace %s is not watched", key.Namespace)
+		return nil, fmt.Errorf("namespace %s is not watched", namespace)
 	}
-	items, err := inf.GetIndexer().ByIndex(byMemcached, key.String())
+	items, err := inf.GetIndexer().ByIndex(byController, string(controller))
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,5 @@
 // Package owned is what the operator knows of the objects it owns: a
-// Summary of each Deployment, Service, PodDisruptionBudget,
+// Summary of each StatefulSet, Deployment, Service, PodDisruptionBudget,
 // ServiceMonitor and NetworkPolicy it made, kept in a Store that watches only those
 // (store.go); and the one rule that makes a Memcached at rest cost no
 // request (applies.go): an apply configuration the operator builds equals,
@@ -31,7 +31,7 @@ import (
 // fields on every object.
 const (
 	// FieldManager owns the fields the operator sets on the objects it
-	// creates for a Memcached: its Deployment, Service,
+	// creates for a Memcached: its StatefulSet, Service,
 	// PodDisruptionBudget, ServiceMonitor and NetworkPolicy.
 	FieldManager = "memcached-operator"
 	// StatusFieldManager owns the fields the operator sets in a Memcached's
@@ -45,6 +45,10 @@ type Kind string
 
 // The kinds of objects the operator makes for a Memcached.
 const (
+	KindStatefulSet Kind = "StatefulSet"
+	// KindDeployment is the kind of the workload of the operator's
+	// versions before slots, and of the Operator SDK tutorial's: watched
+	// so that the operator replaces one with its StatefulSet.
 	KindDeployment          Kind = "Deployment"
 	KindService             Kind = "Service"
 	KindPodDisruptionBudget Kind = "PodDisruptionBudget"
@@ -53,9 +57,12 @@ const (
 	KindServiceMonitor Kind = "ServiceMonitor"
 	// KindNetworkPolicy is made only for a Memcached that asks for one.
 	KindNetworkPolicy Kind = "NetworkPolicy"
+	// KindConfigMap is the membership a Memcached's discovery endpoint
+	// serves ("<name>-membership").
+	KindConfigMap Kind = "ConfigMap"
 )
 
-// Summary is what the operator keeps of a Deployment, Service,
+// Summary is what the operator keeps of a StatefulSet, Deployment, Service,
 // PodDisruptionBudget, ServiceMonitor or NetworkPolicy: with many Memcacheds these objects
 // would be most of its memory (docs/benchmarks.md), and it reads little of
 // them.
@@ -79,17 +86,20 @@ type Summary struct {
 	// DigestError is why Digest is nil.
 	DigestError string `json:"digestError,omitempty"`
 
-	// Replicas is a Deployment's spec.replicas.
+	// Replicas is a StatefulSet's or a Deployment's spec.replicas.
 	Replicas *int32 `json:"replicas,omitempty"`
-	// Selector is a Deployment's spec.selector: a Deployment that selects
-	// pods otherwise than the operator's would (the Operator SDK
-	// tutorial's, for one) is replaced, as the selector cannot change.
+	// Selector is a StatefulSet's or a Deployment's spec.selector.
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
-	// Status is a Deployment's status; empty for other kinds.
-	Status appsv1.DeploymentStatus `json:"status,omitempty"`
+	// Status is a StatefulSet's status; empty for other kinds.
+	Status appsv1.StatefulSetStatus `json:"status,omitempty"`
+	// DeploymentStatus is a Deployment's status; empty for other kinds.
+	DeploymentStatus appsv1.DeploymentStatus `json:"deploymentStatus,omitempty"`
 	// Ports are a Service's spec.ports.
 	Ports []corev1.ServicePort `json:"ports,omitempty"`
-	// RestartedFor is a Deployment's pod template annotation
+	// Membership is a membership ConfigMap's desired.MembershipKey: the
+	// cluster its Memcached's pods serve, which the next one follows.
+	Membership string `json:"membership,omitempty"`
+	// RestartedFor is a StatefulSet's pod template annotation
 	// desired.AnnotationRestartedFor: the Secret content its pods were
 	// last restarted for, which the operator applies again.
 	RestartedFor string `json:"restartedFor,omitempty"`
@@ -98,7 +108,7 @@ type Summary struct {
 // Kind is the kind of object s summarizes.
 func (s *Summary) Kind() Kind { return Kind(s.TypeMeta.Kind) }
 
-// Summarize returns the summary of a Deployment, Service,
+// Summarize returns the summary of a StatefulSet, Deployment, Service,
 // PodDisruptionBudget, ServiceMonitor or NetworkPolicy, with the digest of what
 // FieldManager owns of it (typed with schemas). obj must be whole, as the
 // apiserver returns it.
@@ -123,12 +133,17 @@ func Summarize(obj client.Object, schemas *Schemas) (*Summary, error) {
 func SummarizeAnswer(obj client.Object) (*Summary, error) {
 	s := &Summary{ObjectMeta: summaryMeta(obj)}
 	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		s.TypeMeta = metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: string(KindDeployment)}
+	case *appsv1.StatefulSet:
+		s.TypeMeta = metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: string(KindStatefulSet)}
 		s.Replicas = o.Spec.Replicas
 		s.Selector = o.Spec.Selector
 		s.Status = o.Status
 		s.RestartedFor = o.Spec.Template.Annotations[desired.AnnotationRestartedFor]
+	case *appsv1.Deployment:
+		s.TypeMeta = metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: string(KindDeployment)}
+		s.Replicas = o.Spec.Replicas
+		s.Selector = o.Spec.Selector
+		s.DeploymentStatus = o.Status
 	case *corev1.Service:
 		s.TypeMeta = metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: string(KindService)}
 		s.Ports = o.Spec.Ports
@@ -136,6 +151,9 @@ func SummarizeAnswer(obj client.Object) (*Summary, error) {
 		s.TypeMeta = metav1.TypeMeta{APIVersion: policyv1.SchemeGroupVersion.String(), Kind: string(KindPodDisruptionBudget)}
 	case *monitoringv1.ServiceMonitor:
 		s.TypeMeta = metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: string(KindServiceMonitor)}
+	case *corev1.ConfigMap:
+		s.TypeMeta = metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: string(KindConfigMap)}
+		s.Membership = o.Data[desired.MembershipKey]
 	case *networkingv1.NetworkPolicy:
 		s.TypeMeta = metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: string(KindNetworkPolicy)}
 	default:
@@ -172,7 +190,7 @@ func (s *Summary) LastApplied() *metav1.Time {
 	return nil
 }
 
-// DesiredReplicas is a Deployment's spec.replicas, with the apiserver's
+// DesiredReplicas is a StatefulSet's or a Deployment's spec.replicas, with the apiserver's
 // default of 1 when it holds none.
 func (s *Summary) DesiredReplicas() int32 {
 	if s.Replicas == nil {

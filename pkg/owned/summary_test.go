@@ -81,24 +81,24 @@ func withNodeSelector(m *cachev1alpha1.Memcached) *cachev1alpha1.Memcached {
 	return m
 }
 
-func TestDeploymentSummaryKeepsWhatTheControllerReads(t *testing.T) {
+func TestStatefulSetSummaryKeepsWhatTheControllerReads(t *testing.T) {
 	g := NewWithT(t)
 	m := testMemcached()
-	want := desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{})
+	want := desired.StatefulSet(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{})
 	other := entry(t, "argocd-controller", metav1.ManagedFieldsOperationApply, "",
 		fieldpath.NewSet(fieldpath.MakePathOrDie("metadata", "annotations", "team")))
-	whole := applied(t, want, &appsv1.Deployment{}, owned.FieldManager, "", other)
+	whole := applied(t, want, &appsv1.StatefulSet{}, owned.FieldManager, "", other)
 	whole.ResourceVersion, whole.Generation = "17", 3
 	whole.Annotations = map[string]string{"team": "payments", "kubectl.kubernetes.io/last-applied-configuration": "{}"}
-	whole.Status = appsv1.DeploymentStatus{
+	whole.Status = appsv1.StatefulSetStatus{
 		ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2,
-		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Message: "Deployment has minimum availability."}},
+		CurrentRevision: "cache-5d8f", UpdateRevision: "cache-5d8f",
 	}
 
 	s, err := owned.Summarize(whole.DeepCopy(), builtin)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	g.Expect(s.Kind()).To(Equal(owned.KindDeployment))
+	g.Expect(s.Kind()).To(Equal(owned.KindStatefulSet))
 	g.Expect(s.APIVersion).To(Equal("apps/v1"), "the kind is known, for events that name the object")
 	g.Expect(s.Name).To(Equal(whole.Name))
 	g.Expect(s.ResourceVersion).To(Equal("17"))
@@ -117,17 +117,17 @@ func TestDeploymentSummaryKeepsWhatTheControllerReads(t *testing.T) {
 	observed, err := owned.SummarizeAnswer(whole)
 	g.Expect(err).NotTo(HaveOccurred())
 	now := metav1.Now()
-	g.Expect(status.Status(m, status.Observation{Deployment: s}, now)).
-		To(Equal(status.Status(m, status.Observation{Deployment: observed}, now)), "the status reads nothing the digest changes")
+	g.Expect(status.Status(m, status.Observation{StatefulSet: s}, now)).
+		To(Equal(status.Status(m, status.Observation{StatefulSet: observed}, now)), "the status reads nothing the digest changes")
 
 	tests := []struct {
 		name             string
 		want             runtime.ApplyConfiguration
 		nothing, exactly bool
 	}{
-		{"what was applied", desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{}), true, true},
-		{"another image: same fields, new value", desired.Deployment(m, desired.Images{Memcached: "memcached:2"}, desired.SecretDigests{}), false, true},
-		{"a field added", desired.Deployment(withNodeSelector(m), desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{}), false, false},
+		{"what was applied", desired.StatefulSet(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{}), true, true},
+		{"another image: same fields, new value", desired.StatefulSet(m, desired.Images{Memcached: "memcached:2"}, desired.SecretDigests{}), false, true},
+		{"a field added", desired.StatefulSet(withNodeSelector(m), desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{}), false, false},
 	}
 	for _, tt := range tests {
 		nothing, err := s.AppliesNothing(tt.want)
@@ -142,11 +142,11 @@ func TestDeploymentSummaryKeepsWhatTheControllerReads(t *testing.T) {
 func TestFieldsTakenByAnotherManagerAreNotOwnedExactly(t *testing.T) {
 	g := NewWithT(t)
 	m := testMemcached()
-	want := desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{})
+	want := desired.StatefulSet(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{})
 	fields, err := owned.AppliedFields(builtin, want)
 	g.Expect(err).NotTo(HaveOccurred())
 	replicas := fieldpath.NewSet(fieldpath.MakePathOrDie("spec", "replicas"))
-	whole := applied(t, want, &appsv1.Deployment{}, owned.FieldManager, "")
+	whole := applied(t, want, &appsv1.StatefulSet{}, owned.FieldManager, "")
 	whole.ManagedFields = []metav1.ManagedFieldsEntry{
 		entry(t, owned.FieldManager, metav1.ManagedFieldsOperationApply, "", fields.Difference(replicas)),
 		entry(t, "kubectl", metav1.ManagedFieldsOperationUpdate, "scale", replicas),
@@ -164,14 +164,14 @@ func TestFieldsTakenByAnotherManagerAreNotOwnedExactly(t *testing.T) {
 func TestServiceSummaryKeepsPorts(t *testing.T) {
 	g := NewWithT(t)
 	m := testMemcached()
-	want := desired.Service(m)
+	want := desired.Service(m, false)
 	whole := applied(t, want, &corev1.Service{}, owned.FieldManager, "")
 	whole.Spec.SessionAffinity = corev1.ServiceAffinityNone
 	s, err := owned.Summarize(whole, builtin)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(s.Kind()).To(Equal(owned.KindService))
 	g.Expect(s.Ports).To(Equal(whole.Spec.Ports))
-	g.Expect(s.Status).To(BeZero(), "a Service has no Deployment status")
+	g.Expect(s.Status).To(BeZero(), "a Service has no StatefulSet status")
 	nothing, err := s.AppliesNothing(want)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(nothing).To(BeTrue())
@@ -180,23 +180,23 @@ func TestServiceSummaryKeepsPorts(t *testing.T) {
 func TestASummaryWithoutDigestComparesAsAnError(t *testing.T) {
 	g := NewWithT(t)
 	m := testMemcached()
-	whole := applied(t, desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{}), &appsv1.Deployment{}, owned.FieldManager, "")
+	whole := applied(t, desired.StatefulSet(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{}), &appsv1.StatefulSet{}, owned.FieldManager, "")
 	whole.ManagedFields[0].FieldsV1 = &metav1.FieldsV1{Raw: []byte(`{"bogus":{}}`)}
 	s, err := owned.Summarize(whole, builtin)
 	g.Expect(err).NotTo(HaveOccurred(), "the store keeps it, and reconciling it reports why")
 	g.Expect(s.Digest).To(BeNil())
-	_, err = s.AppliesNothing(desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{}))
-	g.Expect(err).To(MatchError(ContainSubstring("no digest of Deployment ns/cache")))
+	_, err = s.AppliesNothing(desired.StatefulSet(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{}))
+	g.Expect(err).To(MatchError(ContainSubstring("no digest of StatefulSet ns/cache")))
 
 	observed, err := owned.SummarizeAnswer(whole)
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = observed.AppliesNothing(desired.Deployment(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{}))
+	_, err = observed.AppliesNothing(desired.StatefulSet(m, desired.Images{Memcached: "memcached:1"}, desired.SecretDigests{}))
 	g.Expect(err).To(HaveOccurred(), "an apply's answer is never compared")
 }
 
 func TestOnlyOwnedKindsAreSummarized(t *testing.T) {
-	_, err := owned.Summarize(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, builtin)
-	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("no summary for *v1.ConfigMap")))
+	_, err := owned.Summarize(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, builtin)
+	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("no summary for *v1.Secret")))
 }
 
 func TestMemcachedStatusComparesFromTheOperatorsEntryAlone(t *testing.T) {

@@ -92,6 +92,7 @@ func (in *Summary) DeepCopyInto(out *Summary) {
 		(*in).DeepCopyInto(*out)
 	}
 	in.Status.DeepCopyInto(&out.Status)
+	in.DeploymentStatus.DeepCopyInto(&out.DeploymentStatus)
 	if in.Ports != nil {
 		in, out := &in.Ports, &out.Ports
 		*out = make([]corev1.ServicePort, len(*in))

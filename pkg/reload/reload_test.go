@@ -20,6 +20,7 @@ import (
 
 	"github.com/example/memcached-operator/pkg/material"
 
+	"github.com/example/memcached-operator/internal/testsupport/memcachedproc"
 	"github.com/example/memcached-operator/internal/testsupport/testcerts"
 	"github.com/example/memcached-operator/pkg/reload"
 )
@@ -28,60 +29,21 @@ import (
 // image is made of; make node-packages installs it): what memcached does on
 // refresh_certs and SIGHUP is memcached's behaviour, not the reloader's.
 
-const memcachedBinary = "/usr/bin/memcached"
-
 type server struct {
 	addr string
 	dir  string
 	cmd  *exec.Cmd
 }
 
-// startMemcached runs memcached with args on a free port, as nobody (it
-// refuses to run as root), with its files in a directory nobody can read.
+// startMemcached runs memcached with args, its files in dir.
 func startMemcached(t *testing.T, dir string, args ...string) *server {
 	t.Helper()
-	if _, err := os.Stat(memcachedBinary); err != nil {
-		t.Fatalf("memcached is not installed (make node-packages): %v", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_, port, _ := net.SplitHostPort(addr)
-	l.Close()
-	cmd := exec.Command(memcachedBinary, append([]string{"--port=" + port, "--udp-port=0", "-l", "127.0.0.1", "-u", "nobody"}, args...)...)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("memcached did not listen on %s", addr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return &server{addr: addr, dir: dir, cmd: cmd}
+	p := memcachedproc.Start(t, args...)
+	return &server{addr: p.Addr, dir: dir, cmd: p.Cmd}
 }
 
 // filesDir is a directory memcached's user reads.
-func filesDir(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for d := dir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+func filesDir(t *testing.T) string { return memcachedproc.FilesDir(t) }
 
 // write replaces name in dir at once, as the kubelet swaps a Secret volume.
 func write(t *testing.T, dir, name string, data []byte) {

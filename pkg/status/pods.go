@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -19,7 +18,7 @@ const memcachedDefaultMemoryMiB = 64
 
 // podProblem is why pods of a Memcached are not ready, as Kubernetes
 // reports it: the kubelet (pull, start, exit, OOM kill), the scheduler,
-// or the ReplicaSet controller (pods refused at creation).
+// or the StatefulSet controller (pods refused at creation).
 type podProblem struct {
 	reason  string
 	message string
@@ -44,13 +43,11 @@ var problemRank = []string{
 // podProblemOf is why m's pods are not ready, if Kubernetes says why: nil
 // when no pod has a problem (pods being created or starting have none).
 func podProblemOf(m *cachev1alpha1.Memcached, obs Observation) *podProblem {
-	if d := obs.Deployment; d != nil {
-		if c := deploymentCondition(d, appsv1.DeploymentReplicaFailure); c != nil && c.Status == corev1.ConditionTrue {
-			return &podProblem{
-				reason:  cachev1alpha1.ReasonPodsForbidden,
-				message: fmt.Sprintf("Pods of Deployment %s cannot be created (%s): %s", d.Name, c.Reason, c.Message),
-				stalled: true,
-			}
+	if obs.CreateFailed != "" {
+		return &podProblem{
+			reason:  cachev1alpha1.ReasonPodsForbidden,
+			message: fmt.Sprintf("Pods of StatefulSet %s cannot be created: %s", m.Name, obs.CreateFailed),
+			stalled: true,
 		}
 	}
 	found := map[string][]podFinding{}

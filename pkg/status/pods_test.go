@@ -53,9 +53,8 @@ var (
 		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
 		Message: "0/1 nodes are available: 1 Insufficient cpu.",
 	}}}
-	quota = appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate",
-		Message: `pods "cache-5d8f-x" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=0, limited: pods=0`}
-	none = deployment(3, 3, 0, 0, 2, availableFalse)
+	quota = `create Pod cache-2 in StatefulSet cache failed error: pods "cache-2" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=0, limited: pods=0`
+	none  = statefulSet(3, 3, 0, 0, 2)
 )
 
 // Each cause Kubernetes reports is in the conditions, named as Kubernetes
@@ -74,21 +73,21 @@ func TestPodProblemsAreNamed(t *testing.T) {
 		mentions    []string
 		kstatusWant kstatus.Status
 	}{
-		{"image pull", mc(3), Observation{Deployment: none, Pods: []*owned.Pod{pod("a", pullFailed), pod("b", pullFailed), pod("c", starting)}},
+		{"image pull", mc(3), Observation{StatefulSet: none, Pods: []*owned.Pod{pod("a", pullFailed), pod("b", pullFailed), pod("c", starting)}},
 			cachev1alpha1.ReasonImagePullFailed, true, []string{"2 of 3 pods", "localhost/memcached:nope", "ImagePullBackOff", "spec.image"}, kstatus.FailedStatus},
-		{"crash at start", mc(3), Observation{Deployment: none, Pods: []*owned.Pod{pod("a", crashing)}},
+		{"crash at start", mc(3), Observation{StatefulSet: none, Pods: []*owned.Pod{pod("a", crashing)}},
 			cachev1alpha1.ReasonContainerCrashing, true, []string{"Container memcached of 1 of 3 pods", "exit code 71", "restarted 3 times", "failed to listen on TCP port 11211: Address in use"}, kstatus.FailedStatus},
-		{"OOM kill", limited, Observation{Deployment: none, Pods: []*owned.Pod{pod("a", oomKilled)}},
+		{"OOM kill", limited, Observation{StatefulSet: none, Pods: []*owned.Pod{pod("a", oomKilled)}},
 			cachev1alpha1.ReasonOOMKilled, true, []string{"OOMKilled", "exit code 137", "memoryLimitMiB (64) is not below resources.limits.memory (48Mi)"}, kstatus.FailedStatus},
-		{"container config", mc(3), Observation{Deployment: none, Pods: []*owned.Pod{pod("a", configError)}},
+		{"container config", mc(3), Observation{StatefulSet: none, Pods: []*owned.Pod{pod("a", configError)}},
 			cachev1alpha1.ReasonContainerConfigInvalid, true, []string{"CreateContainerConfigError", `secret "cache-tls" not found`}, kstatus.FailedStatus},
-		{"no memcached in the image", mc(3), Observation{Deployment: none, Pods: []*owned.Pod{pod("a", startError), pod("b", startError)}},
+		{"no memcached in the image", mc(3), Observation{StatefulSet: none, Pods: []*owned.Pod{pod("a", startError), pod("b", startError)}},
 			cachev1alpha1.ReasonContainerConfigInvalid, true, []string{"2 of 3 pods cannot start container memcached (StartError, exit code 128, restarted once)", `exec: "memcached": executable file not found in $PATH`, "spec.image"}, kstatus.FailedStatus},
-		{"unschedulable", mc(3), Observation{Deployment: none, Pods: []*owned.Pod{pod("a", unschedulabl), pod("b", unschedulabl), pod("c", unschedulabl)}},
+		{"unschedulable", mc(3), Observation{StatefulSet: none, Pods: []*owned.Pod{pod("a", unschedulabl), pod("b", unschedulabl), pod("c", unschedulabl)}},
 			cachev1alpha1.ReasonPodsUnschedulable, false, []string{"3 of 3 pods cannot be scheduled", "Insufficient cpu"}, kstatus.InProgressStatus},
-		{"quota", mc(3), Observation{Deployment: deployment(3, 0, 0, 0, 2, availableFalse, quota)},
-			cachev1alpha1.ReasonPodsForbidden, true, []string{"Deployment cache", "FailedCreate", "exceeded quota"}, kstatus.FailedStatus},
-		{"the worst cause first", mc(3), Observation{Deployment: none, Pods: []*owned.Pod{pod("a", unschedulabl), pod("b", crashing), pod("c", pullFailed)}},
+		{"quota", mc(3), Observation{StatefulSet: statefulSet(3, 0, 0, 0, 2), CreateFailed: quota},
+			cachev1alpha1.ReasonPodsForbidden, true, []string{"StatefulSet cache", "exceeded quota"}, kstatus.FailedStatus},
+		{"the worst cause first", mc(3), Observation{StatefulSet: none, Pods: []*owned.Pod{pod("a", unschedulabl), pod("b", crashing), pod("c", pullFailed)}},
 			cachev1alpha1.ReasonImagePullFailed, true, []string{"1 of 3 pods"}, kstatus.FailedStatus},
 	}
 	for _, tt := range tests {
@@ -121,24 +120,23 @@ func TestPodProblemsAreNamed(t *testing.T) {
 func TestPodProblemsClear(t *testing.T) {
 	g := NewWithT(t)
 	m := mc(3)
-	obs := Observation{Deployment: none, Pods: []*owned.Pod{pod("a", starting), pod("b", corev1.PodStatus{})}}
+	obs := Observation{StatefulSet: none, Pods: []*owned.Pod{pod("a", starting), pod("b", corev1.PodStatus{})}}
 	g.Expect(available(m, obs).Reason).To(Equal(cachev1alpha1.ReasonMinimumReplicasUnavailable))
 	g.Expect(Stalled(m, obs).Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(progressing(m, obs).Reason).To(Equal(cachev1alpha1.ReasonRollingOut))
 
-	obs = Observation{Deployment: complete, Pods: []*owned.Pod{pod("a", crashing)}}
+	obs = Observation{StatefulSet: complete, Pods: []*owned.Pod{pod("a", crashing)}}
 	g.Expect(available(m, obs).Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(Stalled(m, obs).Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(progressing(m, obs).Reason).To(Equal(cachev1alpha1.ReasonRolloutComplete))
 }
 
 // A bad image rolled over a serving cache: it keeps serving (available),
-// and the rollout is Stalled with the pull error, not "RollingOut" until
-// the Deployment's progress deadline.
+// and the rollout is Stalled with the pull error, not "RollingOut".
 func TestPodProblemOfARolloutOverServingPods(t *testing.T) {
 	g := NewWithT(t)
 	m := mc(3)
-	obs := Observation{Deployment: deployment(3, 1, 3, 3, 2, availableTrue), Pods: []*owned.Pod{pod("new", pullFailed)}}
+	obs := Observation{StatefulSet: statefulSet(3, 1, 3, 3, 2), Pods: []*owned.Pod{pod("new", pullFailed)}}
 	g.Expect(available(m, obs).Status).To(Equal(metav1.ConditionTrue))
 	s := Stalled(m, obs)
 	g.Expect(s.Status).To(Equal(metav1.ConditionTrue))

@@ -11,8 +11,6 @@ import (
 
 	"github.com/example/memcached-operator/pkg/material"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -25,9 +23,14 @@ import (
 
 // Observation is what a reconcile saw of the world.
 type Observation struct {
-	// Deployment summarizes the Memcached's Deployment as last observed, or
-	// is nil when it does not exist (or is not the Memcached's, see NotOwned).
-	Deployment *owned.Summary
+	// StatefulSet summarizes the Memcached's StatefulSet as last observed,
+	// or is nil when it does not exist (or is not the Memcached's, see
+	// NotOwned).
+	StatefulSet *owned.Summary
+	// Replaced summarizes the Deployment the StatefulSet replaces (the
+	// Operator SDK tutorial's, or one of the operator's versions before
+	// slots), while it exists; its pods serve until every slot is ready.
+	Replaced *owned.Summary
 	// Service is the Memcached's Service as last observed, or nil when it
 	// does not exist (or is not the Memcached's).
 	Service *owned.Summary
@@ -35,16 +38,23 @@ type Observation struct {
 	// exists that the Memcached does not control. The operator leaves such
 	// objects alone.
 	NotOwned []owned.Kind
-	// Replacing says where the replacement of a Deployment that selects the
-	// pods otherwise stands, while the operator replaces one; see also
-	// Replacing().
+	// Replacing says where the replacement of the Memcached's Deployment
+	// by its StatefulSet stands, while the operator replaces one.
 	Replacing string
-	// TakeOverDisabled is why the Memcached's Deployment, which selects
-	// pods by other labels, is not replaced: the operator may not take
-	// over. Empty otherwise.
+	// TakeOverDisabled is why the Memcached's Deployment, which another
+	// operator made, is not replaced: the operator may not take over.
+	// Empty otherwise.
 	TakeOverDisabled string
+	// RestartingForReload: the pod template asks for the pods to restart
+	// for the Secrets' content of now, because a pod could not load it in
+	// place: a rollout under way is that restart.
+	RestartingForReload bool
+	// CreateFailed is why the StatefulSet controller last failed to create
+	// a pod (its FailedCreate event: a ResourceQuota, an admission policy),
+	// while pods are missing; empty otherwise.
+	CreateFailed string
 	// Secret is why a Secret the Memcached names cannot be used, if one
-	// cannot; the operator then holds the Deployment as it is.
+	// cannot; the operator then holds the StatefulSet as it is.
 	Secret *SecretProblem
 	// Failed are the failures of the reconcile's phases: the apiserver's
 	// refusal of an object the operator applied, or any other error making
@@ -55,13 +65,16 @@ type Observation struct {
 	Monitor Monitor
 	// Image is the memcached image the operator gives the pods.
 	Image string
-	// DeploymentChanged: the operator created or changed the Deployment in
-	// the reconcile that observed this; its controller has not reported on
-	// the change yet.
-	DeploymentChanged bool
+	// StatefulSetChanged: the operator created or changed the StatefulSet
+	// in the reconcile that observed this; its controller has not reported
+	// on the change yet.
+	StatefulSetChanged bool
 	// Pods are the Memcached's pods as last observed, summarized to what
 	// tells why they are not ready.
 	Pods []*owned.Pod
+	// Discovery: the Memcached's membership is published for its pods'
+	// discovery endpoint.
+	Discovery bool
 	// Certificate is memcached's certificate (spec.tls), valid now for the
 	// Service's name; nil without TLS or when the Secret has a problem.
 	Certificate *material.Certificate
@@ -107,7 +120,7 @@ func Status(m *cachev1alpha1.Memcached, obs Observation, now metav1.Time) *cache
 	// Zero counts are left out rather than sent as 0: the API omits zero
 	// values, so the stored object would never show a 0 to compare with, and
 	// a field the operator stops sending is removed, which reads as 0.
-	if d := obs.Deployment; d != nil {
+	if d := obs.StatefulSet; d != nil {
 		if d.Status.Replicas > 0 {
 			st.WithReplicas(d.Status.Replicas)
 		}
@@ -122,6 +135,9 @@ func Status(m *cachev1alpha1.Memcached, obs Observation, now metav1.Time) *cache
 				WithPort(port).
 				WithAddress(desired.Address(svc.Name, svc.Namespace, port)))
 		}
+	}
+	if obs.Discovery {
+		st.WithDiscovery(cacheac.DiscoveryStatus().WithAddress(desired.DiscoveryAddress(m)))
 	}
 	if c := obs.Certificate; c != nil {
 		tls := cacheac.TLSStatus().WithNotAfter(metav1.NewTime(c.NotAfter.UTC()))
@@ -213,19 +229,18 @@ func conditionApplyConfiguration(c metav1.Condition, existing []metav1.Condition
 		WithLastTransitionTime(t)
 }
 
-// phase is where the Deployment's rollout stands.
+// phase is where the StatefulSet's rollout stands.
 type phase int
 
 const (
-	rolloutPending phase = iota // no Deployment observed yet
+	rolloutPending phase = iota // no StatefulSet observed yet
 	rolloutInProgress
-	rolloutReplacing // a Deployment that selects the pods otherwise is being replaced
+	rolloutReplacing // the Memcached's Deployment is being replaced
 	rolloutComplete
-	rolloutStalled
 	rolloutBlocked // something needs a person: see rollout.reason
 )
 
-// rollout is where the Deployment's rollout stands, and why.
+// rollout is where the StatefulSet's rollout stands, and why.
 type rollout struct {
 	phase phase
 	// reason is the conditions' reason when the rollout is blocked.
@@ -234,15 +249,19 @@ type rollout struct {
 }
 
 // rolloutOf ranks what stands in the way of m's rollout, first what
-// blocks it: the Deployment not being m's, then a Secret, then a failed
+// blocks it: the StatefulSet not being m's, then a Secret, then a failed
 // phase, then the other objects not being m's.
 func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
 	blockedBy := func(kind owned.Kind) rollout {
-		return rollout{rolloutBlocked, NotOwnedReason(kind), notOwnedMessage(kind, m.Name)}
+		name := m.Name
+		if kind == owned.KindConfigMap {
+			name = desired.MembershipName(m.Name)
+		}
+		return rollout{rolloutBlocked, NotOwnedReason(kind), notOwnedMessage(kind, name)}
 	}
 	switch {
-	case obs.notOwned(owned.KindDeployment):
-		return blockedBy(owned.KindDeployment)
+	case obs.notOwned(owned.KindStatefulSet):
+		return blockedBy(owned.KindStatefulSet)
 	case obs.TakeOverDisabled != "":
 		return rollout{rolloutBlocked, cachev1alpha1.ReasonTakeOverDisabled, obs.TakeOverDisabled}
 	case obs.Secret != nil:
@@ -255,17 +274,17 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
 		return blockedBy(obs.NotOwned[0])
 	case obs.Replacing != "":
 		return rollout{phase: rolloutReplacing, message: obs.Replacing}
-	case obs.Deployment == nil:
-		return rollout{phase: rolloutPending, message: fmt.Sprintf("Waiting for Deployment %s to be created", m.Name)}
+	case obs.StatefulSet == nil:
+		return rollout{phase: rolloutPending, message: fmt.Sprintf("Waiting for StatefulSet %s to be created", m.Name)}
 	}
-	d := obs.Deployment
+	d := obs.StatefulSet
 	want := desired.Replicas(m)
-	r := deploymentRollout(d, want)
+	r := statefulSetRollout(d, want)
 	if r.phase == rolloutComplete {
 		return r
 	}
 	// Why the rollout does not get on, as the kubelet, the scheduler or
-	// the ReplicaSet controller says, before the Deployment's own words.
+	// the StatefulSet controller says, before the StatefulSet's own count.
 	if p := podProblemOf(m, obs); p != nil {
 		if p.stalled {
 			return rollout{rolloutBlocked, p.reason, p.message}
@@ -277,8 +296,13 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
 			r.reason = cachev1alpha1.ReasonReloadFailed
 			r.message = fmt.Sprintf("Pod %s could not load the new Secret content in place (%s); the pods restart one at a time to mount it: %s",
 				p.Name, p.ReloadFailed, r.message)
-			break
+			return r
 		}
+	}
+	if obs.RestartingForReload {
+		// The pod that said so is gone: its slot restarts first.
+		r.reason = cachev1alpha1.ReasonReloadFailed
+		r.message = "A pod could not load the new Secret content in place; the pods restart one at a time to mount it: " + r.message
 	}
 	return r
 }
@@ -294,45 +318,46 @@ func failedMessage(failed []error) string {
 	return strings.ToUpper(msg[:1]) + msg[1:]
 }
 
-// deploymentRollout is where d's rollout to want replicas stands, as the
-// Deployment's status tells.
-func deploymentRollout(d *owned.Summary, want int32) rollout {
+// statefulSetRollout is where d's rollout to want replicas stands, as the
+// StatefulSet's status tells.
+func statefulSetRollout(d *owned.Summary, want int32) rollout {
 	inProgress := func(format string, args ...any) rollout {
 		return rollout{phase: rolloutInProgress, message: fmt.Sprintf(format, args...)}
 	}
-	if c := deploymentCondition(d, appsv1.DeploymentProgressing); c != nil && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
-		return rollout{rolloutStalled, cachev1alpha1.ReasonRolloutStalled, fmt.Sprintf("Deployment %s exceeded its progress deadline: %s", d.Name, c.Message)}
-	}
+	st := d.Status
 	switch {
-	case d.Status.ObservedGeneration < d.Generation:
-		return inProgress("Deployment %s has changes its controller has not observed yet", d.Name)
+	case st.ObservedGeneration < d.Generation:
+		return inProgress("StatefulSet %s has changes its controller has not observed yet", d.Name)
 	case d.Replicas != nil && *d.Replicas != want:
-		return inProgress("Deployment %s has %d replicas desired, the Memcached asks for %d", d.Name, *d.Replicas, want)
-	case d.Status.UpdatedReplicas < want:
-		return inProgress("%d of %d pods updated", d.Status.UpdatedReplicas, want)
-	case d.Status.Replicas > d.Status.UpdatedReplicas:
-		return inProgress("%d old pods pending termination", d.Status.Replicas-d.Status.UpdatedReplicas)
-	case d.Status.AvailableReplicas < d.Status.UpdatedReplicas:
-		return inProgress("%d of %d updated pods available", d.Status.AvailableReplicas, d.Status.UpdatedReplicas)
+		return inProgress("StatefulSet %s has %d replicas desired, the Memcached asks for %d", d.Name, *d.Replicas, want)
+	case st.Replicas > want:
+		return inProgress("%d pods of removed slots pending termination", st.Replicas-want)
+	case st.UpdatedReplicas < want:
+		return inProgress("%d of %d pods updated", st.UpdatedReplicas, want)
+	case st.AvailableReplicas < want:
+		return inProgress("%d of %d pods available", st.AvailableReplicas, want)
+	case st.UpdateRevision != "" && st.CurrentRevision != st.UpdateRevision:
+		return inProgress("StatefulSet %s is completing its rollout", d.Name)
 	}
-	return rollout{phase: rolloutComplete, message: fmt.Sprintf("%d of %d pods updated and available", d.Status.AvailableReplicas, want)}
+	return rollout{phase: rolloutComplete, message: fmt.Sprintf("%d of %d pods updated and available", st.AvailableReplicas, want)}
 }
 
 // NotOwnedReason is the reason, of the conditions and of the event, when
 // an object of kind with the Memcached's name is not the Memcached's.
 func NotOwnedReason(kind owned.Kind) string {
 	return map[owned.Kind]string{
-		owned.KindDeployment:          cachev1alpha1.ReasonDeploymentNotOwned,
+		owned.KindStatefulSet:         cachev1alpha1.ReasonStatefulSetNotOwned,
 		owned.KindService:             cachev1alpha1.ReasonServiceNotOwned,
 		owned.KindPodDisruptionBudget: cachev1alpha1.ReasonPodDisruptionBudgetNotOwned,
 		owned.KindServiceMonitor:      cachev1alpha1.ReasonServiceMonitorNotOwned,
 		owned.KindNetworkPolicy:       cachev1alpha1.ReasonNetworkPolicyNotOwned,
+		owned.KindConfigMap:           cachev1alpha1.ReasonConfigMapNotOwned,
 	}[kind]
 }
 
-// rollingOut tells whether the Deployment is on its way to what m asks
-// for with nothing in the way: the rollout is neither complete, stalled,
-// blocked, nor replacing another Deployment, and the Deployment exists.
+// rollingOut tells whether the StatefulSet is on its way to what m asks
+// for with nothing in the way: the rollout is neither complete, blocked,
+// nor replacing a Deployment, and the StatefulSet exists.
 func rollingOut(m *cachev1alpha1.Memcached, obs Observation) bool {
 	return rolloutOf(m, obs).phase == rolloutInProgress
 }
@@ -341,51 +366,50 @@ func notOwnedMessage(kind owned.Kind, name string) string {
 	return fmt.Sprintf("%s %s exists and is not controlled by this Memcached; the operator leaves it alone. Delete or rename it, or rename the Memcached", kind, name)
 }
 
-func deploymentCondition(d *owned.Summary, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
-	for i := range d.Status.Conditions {
-		if d.Status.Conditions[i].Type == t {
-			return &d.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// available is True when the Deployment reports minimum availability (as
-// its own available condition does), or when size is 0.
+// available is True when at least all but one of m's slots serve (one at
+// a time is what a rollout or a node drain takes away), and at least one:
+// counting, while the StatefulSet replaces a Deployment, the pods of the
+// Deployment that still serve. True when size is 0.
 func available(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 	c := metav1.Condition{Type: cachev1alpha1.ConditionAvailable}
-	d := obs.Deployment
+	want := desired.Replicas(m)
+	ready := int32(0)
+	if d := obs.StatefulSet; d != nil {
+		ready = d.Status.AvailableReplicas
+	}
+	msg := fmt.Sprintf("%d of %d pods ready", ready, want)
+	if r := obs.Replaced; r != nil && r.DeploymentStatus.AvailableReplicas > 0 {
+		ready += r.DeploymentStatus.AvailableReplicas
+		msg = fmt.Sprintf("%d of %d slots ready; %d pods of Deployment %s serve", ready-r.DeploymentStatus.AvailableReplicas, want, r.DeploymentStatus.AvailableReplicas, r.Name)
+	}
 	switch {
-	case obs.Deployment == nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentPending, "No Deployment of this Memcached exists"
+	case obs.StatefulSet == nil && obs.Replaced == nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonStatefulSetPending, "No StatefulSet of this Memcached exists"
 		switch {
-		case obs.notOwned(owned.KindDeployment):
-			c.Reason = cachev1alpha1.ReasonDeploymentNotOwned
+		case obs.notOwned(owned.KindStatefulSet):
+			c.Reason = cachev1alpha1.ReasonStatefulSetNotOwned
 		case obs.Secret != nil:
 			c.Reason, c.Message = obs.Secret.Reason, obs.Secret.Message
 		}
-	case desired.Replicas(m) == 0:
+	case want == 0:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, cachev1alpha1.ReasonScaledToZero, "Size is 0: no pods are requested"
+	case ready >= max(1, want-1):
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable, msg
 	default:
-		dc := deploymentCondition(d, appsv1.DeploymentAvailable)
-		msg := fmt.Sprintf("%d of %d pods ready", d.Status.ReadyReplicas, desired.Replicas(m))
-		if dc != nil && dc.Status == corev1.ConditionTrue && d.Status.AvailableReplicas > 0 {
-			c.Status, c.Reason, c.Message = metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable, msg
-		} else if p := podProblemOf(m, obs); p != nil {
-			c.Status, c.Reason, c.Message = metav1.ConditionFalse, p.reason, msg+": "+p.message
-		} else {
-			c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonMinimumReplicasUnavailable, msg
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonMinimumReplicasUnavailable, msg
+		if p := podProblemOf(m, obs); p != nil {
+			c.Reason, c.Message = p.reason, msg+": "+p.message
 		}
 	}
 	return c
 }
 
-// progressing is True while the Deployment rolls out or scales.
+// progressing is True while the StatefulSet rolls out or scales.
 func progressing(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 	return rolloutCondition(cachev1alpha1.ConditionProgressing, m, obs)
 }
 
-// reconciling is the kstatus condition: True while the Deployment has not
+// reconciling is the kstatus condition: True while the StatefulSet has not
 // reached the desired state and is still making progress. It says what
 // progressing says, under the name kstatus readers look for.
 func reconciling(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
@@ -395,7 +419,7 @@ func reconciling(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 func rolloutCondition(conditionType string, m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 	r := rolloutOf(m, obs)
 	if (r.phase == rolloutPending || r.phase == rolloutInProgress) && wasReplacing(m) {
-		// The new Deployment is rolling the replaced one's pods over.
+		// The StatefulSet is coming up beside the replaced Deployment.
 		r.phase = rolloutReplacing
 	}
 	c := metav1.Condition{Type: conditionType, Message: r.message}
@@ -409,8 +433,6 @@ func rolloutCondition(conditionType string, m *cachev1alpha1.Memcached, obs Obse
 		c.Status, c.Reason = metav1.ConditionTrue, cachev1alpha1.ReasonReplacingDeployment
 	case rolloutComplete:
 		c.Status, c.Reason = metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete
-	case rolloutStalled:
-		c.Status, c.Reason = metav1.ConditionFalse, cachev1alpha1.ReasonRolloutStalled
 	case rolloutBlocked:
 		c.Status, c.Reason = metav1.ConditionFalse, r.reason
 	}
@@ -439,7 +461,7 @@ func blockedCondition(conditionType, fineMessage string, m *cachev1alpha1.Memcac
 	r := rolloutOf(m, obs)
 	c := metav1.Condition{Type: conditionType}
 	switch r.phase {
-	case rolloutStalled, rolloutBlocked:
+	case rolloutBlocked:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, r.reason, r.message
 	default:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected, fineMessage

@@ -27,16 +27,30 @@ func mc(size int32) *cachev1alpha1.Memcached {
 	}
 }
 
-// deployment is a Deployment whose controller observed generation gen of
-// generation 2, with the given replica counts and conditions.
-func deployment(replicas, updated, ready, available int32, observed int64, conds ...appsv1.DeploymentCondition) *owned.Summary {
+// statefulSet is a StatefulSet of generation 2 whose controller observed
+// generation observed, with the given pod counts: its rollout is done when
+// every pod is updated.
+func statefulSet(replicas, updated, ready, available int32, observed int64) *owned.Summary {
+	st := appsv1.StatefulSetStatus{
+		ObservedGeneration: observed, Replicas: replicas, UpdatedReplicas: updated,
+		ReadyReplicas: ready, AvailableReplicas: available, CurrentRevision: "cache-1", UpdateRevision: "cache-2",
+	}
+	if updated == replicas {
+		st.CurrentRevision = st.UpdateRevision
+	}
+	return summary(&appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "cache", Generation: 2},
+		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To(replicas)},
+		Status:     st,
+	})
+}
+
+// oldDeployment is a Deployment being replaced, with available pods.
+func oldDeployment(available int32) *owned.Summary {
 	return summary(&appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "cache", Generation: 2},
-		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(replicas)},
-		Status: appsv1.DeploymentStatus{
-			ObservedGeneration: observed, Replicas: replicas, UpdatedReplicas: updated,
-			ReadyReplicas: ready, AvailableReplicas: available, Conditions: conds,
-		},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(available)},
+		Status:     appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: available, ReadyReplicas: available, AvailableReplicas: available},
 	})
 }
 
@@ -50,17 +64,13 @@ func summary(obj client.Object) *owned.Summary {
 }
 
 var (
-	availableTrue  = appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}
-	availableFalse = appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse}
-	deadline       = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "ReplicaSet has timed out progressing."}
-	complete       = deployment(3, 3, 3, 3, 2, availableTrue)
-	rolling        = deployment(3, 1, 2, 2, 2, availableTrue)
-	stale          = deployment(3, 3, 3, 3, 1, availableTrue)
-	stalled        = deployment(3, 1, 2, 2, 2, availableTrue, deadline)
-	down           = deployment(3, 3, 0, 0, 2, availableFalse)
-	refused        = errors.New(`Deployment.apps "cache" is invalid`)
-	foreignService = Observation{Deployment: complete, NotOwned: []owned.Kind{owned.KindService}}
-	foreignPDB     = Observation{Deployment: complete, NotOwned: []owned.Kind{owned.KindPodDisruptionBudget}}
+	complete       = statefulSet(3, 3, 3, 3, 2)
+	rolling        = statefulSet(3, 1, 2, 2, 2)
+	stale          = statefulSet(3, 3, 3, 3, 1)
+	down           = statefulSet(3, 3, 0, 0, 2)
+	refused        = errors.New(`StatefulSet.apps "cache" is invalid`)
+	foreignService = Observation{StatefulSet: complete, NotOwned: []owned.Kind{owned.KindService}}
+	foreignPDB     = Observation{StatefulSet: complete, NotOwned: []owned.Kind{owned.KindPodDisruptionBudget}}
 	badSecret      = &SecretProblem{Reason: cachev1alpha1.ReasonSecretInvalid, Message: "Secret cache-tls cannot serve as memcached's certificate and key: ..."}
 	noSecret       = &SecretProblem{Reason: cachev1alpha1.ReasonSecretMissing, Message: "Secret cache-tls does not exist"}
 )
@@ -89,27 +99,29 @@ func runConditionCases(t *testing.T, f func(*cachev1alpha1.Memcached, Observatio
 
 func TestAvailable(t *testing.T) {
 	runConditionCases(t, available, cachev1alpha1.ConditionAvailable, []conditionCase{
-		{"no Deployment yet", mc(3), Observation{}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentPending},
-		{"foreign Deployment", mc(3), Observation{NotOwned: []owned.Kind{owned.KindDeployment}}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
-		{"all ready", mc(3), Observation{Deployment: complete}, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
-		{"rolling out with enough ready", mc(3), Observation{Deployment: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
-		{"none ready", mc(3), Observation{Deployment: down}, metav1.ConditionFalse, cachev1alpha1.ReasonMinimumReplicasUnavailable},
-		{"scaled to zero", mc(0), Observation{Deployment: deployment(0, 0, 0, 0, 2, availableTrue)}, metav1.ConditionTrue, cachev1alpha1.ReasonScaledToZero},
+		{"no StatefulSet yet", mc(3), Observation{}, metav1.ConditionFalse, cachev1alpha1.ReasonStatefulSetPending},
+		{"foreign StatefulSet", mc(3), Observation{NotOwned: []owned.Kind{owned.KindStatefulSet}}, metav1.ConditionFalse, cachev1alpha1.ReasonStatefulSetNotOwned},
+		{"all ready", mc(3), Observation{StatefulSet: complete}, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
+		{"rolling out with enough ready", mc(3), Observation{StatefulSet: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
+		{"none ready", mc(3), Observation{StatefulSet: down}, metav1.ConditionFalse, cachev1alpha1.ReasonMinimumReplicasUnavailable},
+		{"all but one ready: a slot restarting", mc(3), Observation{StatefulSet: statefulSet(3, 3, 2, 2, 2)}, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
+		{"one of three", mc(3), Observation{StatefulSet: statefulSet(3, 3, 1, 1, 2)}, metav1.ConditionFalse, cachev1alpha1.ReasonMinimumReplicasUnavailable},
+		{"the only pod restarting", mc(1), Observation{StatefulSet: statefulSet(1, 1, 0, 0, 2)}, metav1.ConditionFalse, cachev1alpha1.ReasonMinimumReplicasUnavailable},
+		{"scaled to zero", mc(0), Observation{StatefulSet: statefulSet(0, 0, 0, 0, 2)}, metav1.ConditionTrue, cachev1alpha1.ReasonScaledToZero},
 		{"foreign Service: the pods still serve", mc(3), foreignService, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
-		{"no Deployment for want of a Secret", mc(3), Observation{Secret: noSecret}, metav1.ConditionFalse, cachev1alpha1.ReasonSecretMissing},
-		{"Deployment held by a Secret: the pods still serve", mc(3), Observation{Deployment: complete, Secret: badSecret}, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
+		{"no StatefulSet for want of a Secret", mc(3), Observation{Secret: noSecret}, metav1.ConditionFalse, cachev1alpha1.ReasonSecretMissing},
+		{"StatefulSet held by a Secret: the pods still serve", mc(3), Observation{StatefulSet: complete, Secret: badSecret}, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
 	})
 }
 
 func TestProgressing(t *testing.T) {
 	runConditionCases(t, progressing, cachev1alpha1.ConditionProgressing, []conditionCase{
-		{"no Deployment yet", mc(3), Observation{}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
-		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
-		{"generation not observed", mc(3), Observation{Deployment: stale}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
-		{"replicas differ from size", mc(5), Observation{Deployment: complete}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
-		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
-		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutStalled},
-		{"foreign", mc(3), Observation{NotOwned: []owned.Kind{owned.KindDeployment}}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"no StatefulSet yet", mc(3), Observation{}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
+		{"rolling out", mc(3), Observation{StatefulSet: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
+		{"generation not observed", mc(3), Observation{StatefulSet: stale}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
+		{"replicas differ from size", mc(5), Observation{StatefulSet: complete}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
+		{"complete", mc(3), Observation{StatefulSet: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
+		{"foreign", mc(3), Observation{NotOwned: []owned.Kind{owned.KindStatefulSet}}, metav1.ConditionFalse, cachev1alpha1.ReasonStatefulSetNotOwned},
 		{"refused", mc(3), Observation{Failed: []error{refused}}, metav1.ConditionFalse, cachev1alpha1.ReasonApplyFailed},
 		{"foreign Service", mc(3), foreignService, metav1.ConditionFalse, cachev1alpha1.ReasonServiceNotOwned},
 	})
@@ -123,19 +135,21 @@ func replacing(size int32) *cachev1alpha1.Memcached {
 	return m
 }
 
-// A replacement is told from its first step until the new Deployment has
-// rolled the replaced one's pods over.
+// A replacement is told from its first step until every slot is ready and
+// the Deployment is deleted; its pods count as serving meanwhile.
 func TestReplacing(t *testing.T) {
-	replaced := Observation{Deployment: complete, Replacing: "Deployment cache selects pods by a=b, not by this Memcached's own labels: replacing it"}
+	replaced := Observation{Replaced: oldDeployment(3), Replacing: "Deployment cache is being replaced by StatefulSet cache: 0 of 3 slots ready"}
 	runConditionCases(t, progressing, cachev1alpha1.ConditionProgressing, []conditionCase{
 		{"the replaced Deployment", mc(3), replaced, metav1.ConditionTrue, cachev1alpha1.ReasonReplacingDeployment},
-		{"the new Deployment not yet made", replacing(3), Observation{}, metav1.ConditionTrue, cachev1alpha1.ReasonReplacingDeployment},
-		{"the new Deployment rolling the old pods over", replacing(3), Observation{Deployment: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonReplacingDeployment},
-		{"done", replacing(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
-		{"a rollout without a replacement", mc(3), Observation{Deployment: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
+		{"the StatefulSet not yet made", replacing(3), Observation{}, metav1.ConditionTrue, cachev1alpha1.ReasonReplacingDeployment},
+		{"the StatefulSet coming up", replacing(3), Observation{StatefulSet: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonReplacingDeployment},
+		{"done", replacing(3), Observation{StatefulSet: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
+		{"a rollout without a replacement", mc(3), Observation{StatefulSet: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
 	})
 	runConditionCases(t, available, cachev1alpha1.ConditionAvailable, []conditionCase{
 		{"the replaced Deployment's pods serve", mc(3), replaced, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
+		{"with the slots ready so far", mc(3), Observation{StatefulSet: statefulSet(3, 3, 1, 1, 2), Replaced: oldDeployment(1), Replacing: "x"}, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
+		{"too few of either", mc(3), Observation{StatefulSet: statefulSet(3, 3, 0, 0, 2), Replaced: oldDeployment(1), Replacing: "x"}, metav1.ConditionFalse, cachev1alpha1.ReasonMinimumReplicasUnavailable},
 	})
 	runConditionCases(t, degraded, cachev1alpha1.ConditionDegraded, []conditionCase{
 		{"a replacement is no fault", mc(3), replaced, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
@@ -145,13 +159,13 @@ func TestReplacing(t *testing.T) {
 // Without --take-over the tutorial's Deployment is left as it is: its pods
 // serve, and the conditions say what needs a person.
 func TestTakeOverDisabled(t *testing.T) {
-	refused := Observation{Deployment: complete, TakeOverDisabled: "Deployment cache selects pods by a=b, not by this Memcached's own labels, and replacing it needs the operator's --take-over flag"}
+	refused := Observation{Replaced: oldDeployment(3), TakeOverDisabled: "Deployment cache was made by another operator, and taking it over needs the operator's --take-over flag"}
 	runConditionCases(t, progressing, cachev1alpha1.ConditionProgressing, []conditionCase{
 		{"left alone", mc(3), refused, metav1.ConditionFalse, cachev1alpha1.ReasonTakeOverDisabled},
 	})
 	runConditionCases(t, degraded, cachev1alpha1.ConditionDegraded, []conditionCase{
 		{"left alone", mc(3), refused, metav1.ConditionTrue, cachev1alpha1.ReasonTakeOverDisabled},
-		{"ranks before a Secret", mc(3), Observation{Deployment: complete, TakeOverDisabled: "x", Secret: noSecret}, metav1.ConditionTrue, cachev1alpha1.ReasonTakeOverDisabled},
+		{"ranks before a Secret", mc(3), Observation{StatefulSet: complete, TakeOverDisabled: "x", Secret: noSecret}, metav1.ConditionTrue, cachev1alpha1.ReasonTakeOverDisabled},
 	})
 	runConditionCases(t, Stalled, cachev1alpha1.ConditionStalled, []conditionCase{
 		{"left alone", mc(3), refused, metav1.ConditionTrue, cachev1alpha1.ReasonTakeOverDisabled},
@@ -163,17 +177,16 @@ func TestTakeOverDisabled(t *testing.T) {
 
 func TestDegraded(t *testing.T) {
 	runConditionCases(t, degraded, cachev1alpha1.ConditionDegraded, []conditionCase{
-		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
-		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
-		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionTrue, cachev1alpha1.ReasonRolloutStalled},
-		{"foreign", mc(3), Observation{NotOwned: []owned.Kind{owned.KindDeployment}}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"complete", mc(3), Observation{StatefulSet: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
+		{"rolling out", mc(3), Observation{StatefulSet: rolling}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
+		{"foreign", mc(3), Observation{NotOwned: []owned.Kind{owned.KindStatefulSet}}, metav1.ConditionTrue, cachev1alpha1.ReasonStatefulSetNotOwned},
 		{"refused", mc(3), Observation{Failed: []error{refused}}, metav1.ConditionTrue, cachev1alpha1.ReasonApplyFailed},
 		{"foreign Service", mc(3), foreignService, metav1.ConditionTrue, cachev1alpha1.ReasonServiceNotOwned},
 		{"foreign PodDisruptionBudget", mc(3), foreignPDB, metav1.ConditionTrue, cachev1alpha1.ReasonPodDisruptionBudgetNotOwned},
-		{"foreign Deployment ranks first", mc(3), Observation{NotOwned: []owned.Kind{owned.KindService, owned.KindDeployment}}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
-		{"a Secret", mc(3), Observation{Deployment: complete, Secret: badSecret}, metav1.ConditionTrue, cachev1alpha1.ReasonSecretInvalid},
-		{"a Secret ranks before a refused apply", mc(3), Observation{Deployment: complete, Secret: noSecret, Failed: []error{refused}}, metav1.ConditionTrue, cachev1alpha1.ReasonSecretMissing},
-		{"a foreign Deployment ranks before a Secret", mc(3), Observation{NotOwned: []owned.Kind{owned.KindDeployment}, Secret: noSecret}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"foreign StatefulSet ranks first", mc(3), Observation{NotOwned: []owned.Kind{owned.KindService, owned.KindStatefulSet}}, metav1.ConditionTrue, cachev1alpha1.ReasonStatefulSetNotOwned},
+		{"a Secret", mc(3), Observation{StatefulSet: complete, Secret: badSecret}, metav1.ConditionTrue, cachev1alpha1.ReasonSecretInvalid},
+		{"a Secret ranks before a refused apply", mc(3), Observation{StatefulSet: complete, Secret: noSecret, Failed: []error{refused}}, metav1.ConditionTrue, cachev1alpha1.ReasonSecretMissing},
+		{"a foreign StatefulSet ranks before a Secret", mc(3), Observation{NotOwned: []owned.Kind{owned.KindStatefulSet}, Secret: noSecret}, metav1.ConditionTrue, cachev1alpha1.ReasonStatefulSetNotOwned},
 	})
 }
 
@@ -182,7 +195,7 @@ func TestEveryFailureIsNamed(t *testing.T) {
 	quota := errors.New(`applying Service cache: services "cache" is forbidden: exceeded quota`)
 	webhook := errors.New(`applying NetworkPolicy cache: admission webhook "policy.example.com" denied the request`)
 	for _, f := range []func(*cachev1alpha1.Memcached, Observation) metav1.Condition{degraded, Stalled, progressing, reconciling} {
-		c := f(mc(3), Observation{Deployment: complete, Failed: []error{quota, webhook}})
+		c := f(mc(3), Observation{StatefulSet: complete, Failed: []error{quota, webhook}})
 		g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonApplyFailed), c.Type)
 		g.Expect(c.Message).To(Equal(`Applying Service cache: services "cache" is forbidden: exceeded quota; `+
 			`applying NetworkPolicy cache: admission webhook "policy.example.com" denied the request`), c.Type)
@@ -191,45 +204,34 @@ func TestEveryFailureIsNamed(t *testing.T) {
 
 func TestReconciling(t *testing.T) {
 	runConditionCases(t, reconciling, cachev1alpha1.ConditionReconciling, []conditionCase{
-		{"no Deployment yet", mc(3), Observation{}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
-		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
-		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
-		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutStalled},
-		{"foreign", mc(3), Observation{NotOwned: []owned.Kind{owned.KindDeployment}}, metav1.ConditionFalse, cachev1alpha1.ReasonDeploymentNotOwned},
-		{"held by a Secret", mc(3), Observation{Deployment: complete, Secret: noSecret}, metav1.ConditionFalse, cachev1alpha1.ReasonSecretMissing},
+		{"no StatefulSet yet", mc(3), Observation{}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
+		{"rolling out", mc(3), Observation{StatefulSet: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
+		{"complete", mc(3), Observation{StatefulSet: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
+		{"foreign", mc(3), Observation{NotOwned: []owned.Kind{owned.KindStatefulSet}}, metav1.ConditionFalse, cachev1alpha1.ReasonStatefulSetNotOwned},
+		{"held by a Secret", mc(3), Observation{StatefulSet: complete, Secret: noSecret}, metav1.ConditionFalse, cachev1alpha1.ReasonSecretMissing},
 	})
 }
 
 func TestStalled(t *testing.T) {
 	runConditionCases(t, Stalled, cachev1alpha1.ConditionStalled, []conditionCase{
-		{"complete", mc(3), Observation{Deployment: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
-		{"rolling out", mc(3), Observation{Deployment: rolling}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
-		{"stalled", mc(3), Observation{Deployment: stalled}, metav1.ConditionTrue, cachev1alpha1.ReasonRolloutStalled},
-		{"foreign", mc(3), Observation{NotOwned: []owned.Kind{owned.KindDeployment}}, metav1.ConditionTrue, cachev1alpha1.ReasonDeploymentNotOwned},
+		{"complete", mc(3), Observation{StatefulSet: complete}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
+		{"rolling out", mc(3), Observation{StatefulSet: rolling}, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected},
+		{"foreign", mc(3), Observation{NotOwned: []owned.Kind{owned.KindStatefulSet}}, metav1.ConditionTrue, cachev1alpha1.ReasonStatefulSetNotOwned},
 		{"refused", mc(3), Observation{Failed: []error{refused}}, metav1.ConditionTrue, cachev1alpha1.ReasonApplyFailed},
 		{"foreign PodDisruptionBudget", mc(3), foreignPDB, metav1.ConditionTrue, cachev1alpha1.ReasonPodDisruptionBudgetNotOwned},
 	})
 }
 
-func TestAStalledRolloutSaysWhatTheDeploymentSays(t *testing.T) {
-	g := NewWithT(t)
-	for _, f := range []func(*cachev1alpha1.Memcached, Observation) metav1.Condition{Stalled, degraded, progressing, reconciling} {
-		c := f(mc(3), Observation{Deployment: stalled})
-		g.Expect(c.Message).To(ContainSubstring("Deployment cache exceeded its progress deadline"), c.Type)
-		g.Expect(c.Message).To(ContainSubstring(deadline.Message), "%s: the Deployment's own message", c.Type)
-	}
-}
-
 func TestStatusTellsWhereToConnect(t *testing.T) {
 	g := NewWithT(t)
-	st := Status(mc(3), Observation{Deployment: complete}, metav1.Now())
+	st := Status(mc(3), Observation{StatefulSet: complete}, metav1.Now())
 	g.Expect(st.Service).To(BeNil(), "no Service observed: nothing to tell")
 
 	svc := summary(&corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns"},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "memcached", Port: 11311}}},
 	})
-	st = Status(mc(3), Observation{Deployment: complete, Service: svc}, metav1.Now())
+	st = Status(mc(3), Observation{StatefulSet: complete, Service: svc}, metav1.Now())
 	g.Expect(st.Service).NotTo(BeNil())
 	g.Expect(*st.Service.Name).To(Equal("cache"))
 	g.Expect(*st.Service.Port).To(Equal(int32(11311)))
@@ -245,7 +247,7 @@ func TestStatusKeepsTransitionTimes(t *testing.T) {
 		{Type: cachev1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, LastTransitionTime: earlier},
 		{Type: cachev1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, LastTransitionTime: earlier},
 	}
-	st := Status(m, Observation{Deployment: complete}, now)
+	st := Status(m, Observation{StatefulSet: complete}, now)
 
 	times := map[string]metav1.Time{}
 	for _, c := range st.Conditions {
@@ -258,12 +260,12 @@ func TestStatusKeepsTransitionTimes(t *testing.T) {
 	g.Expect(*st.ObservedGeneration).To(Equal(int64(4)))
 	g.Expect(*st.Replicas).To(Equal(int32(3)))
 	g.Expect(*st.ReadyReplicas).To(Equal(int32(3)))
-	g.Expect(*st.Selector).To(Equal("app.kubernetes.io/instance=cache,app.kubernetes.io/name=memcached"))
+	g.Expect(*st.Selector).To(Equal("cache.example.com/memcached=cache"), "the project's own label: the scale subresource's selector")
 }
 
 func TestStatusLeavesOutZeroCounts(t *testing.T) {
 	g := NewWithT(t)
-	st := Status(mc(0), Observation{Deployment: deployment(0, 0, 0, 0, 2, availableTrue)}, metav1.Now())
+	st := Status(mc(0), Observation{StatefulSet: statefulSet(0, 0, 0, 0, 2)}, metav1.Now())
 	g.Expect(st.Replicas).To(BeNil())
 	g.Expect(st.ReadyReplicas).To(BeNil())
 	st = Status(mc(3), Observation{}, metav1.Now())
@@ -279,13 +281,13 @@ func TestKstatusReadsTheStatus(t *testing.T) {
 		generation int64 // the Memcached's generation when read; 4 is the one the status was computed for
 		want       kstatus.Status
 	}{
-		{"converged", Observation{Deployment: complete}, 4, kstatus.CurrentStatus},
-		{"rolling out", Observation{Deployment: rolling}, 4, kstatus.InProgressStatus},
-		{"no Deployment yet", Observation{}, 4, kstatus.InProgressStatus},
-		{"spec changed since", Observation{Deployment: complete}, 5, kstatus.InProgressStatus},
-		{"rollout stalled", Observation{Deployment: stalled}, 4, kstatus.FailedStatus},
-		{"foreign Deployment", Observation{NotOwned: []owned.Kind{owned.KindDeployment}}, 4, kstatus.FailedStatus},
-		{"refused Deployment", Observation{Failed: []error{refused}}, 4, kstatus.FailedStatus},
+		{"converged", Observation{StatefulSet: complete}, 4, kstatus.CurrentStatus},
+		{"rolling out", Observation{StatefulSet: rolling}, 4, kstatus.InProgressStatus},
+		{"no StatefulSet yet", Observation{}, 4, kstatus.InProgressStatus},
+		{"spec changed since", Observation{StatefulSet: complete}, 5, kstatus.InProgressStatus},
+		{"pods cannot be created", Observation{StatefulSet: statefulSet(3, 0, 0, 0, 2), CreateFailed: "exceeded quota"}, 4, kstatus.FailedStatus},
+		{"foreign StatefulSet", Observation{NotOwned: []owned.Kind{owned.KindStatefulSet}}, 4, kstatus.FailedStatus},
+		{"refused StatefulSet", Observation{Failed: []error{refused}}, 4, kstatus.FailedStatus},
 		{"foreign Service", foreignService, 4, kstatus.FailedStatus},
 	}
 	for _, tt := range tests {
@@ -320,7 +322,7 @@ func TestMonitored(t *testing.T) {
 	}
 	for _, tt := range tests {
 		g := NewWithT(t)
-		cs := conditions(mc(3), Observation{Deployment: complete, Monitor: tt.monitor})
+		cs := conditions(mc(3), Observation{StatefulSet: complete, Monitor: tt.monitor})
 		var got *metav1.Condition
 		for i := range cs {
 			if cs[i].Type == cachev1alpha1.ConditionMonitored {
@@ -344,6 +346,16 @@ func TestMonitored(t *testing.T) {
 // The image in the status is the one the operator gives the pods, so that
 // `kubectl get memcached -o wide` shows it when spec.image is unset.
 func TestStatusShowsTheImage(t *testing.T) {
-	st := Status(mc(1), Observation{Deployment: complete, Image: "memcached:default"}, metav1.Now())
+	st := Status(mc(1), Observation{StatefulSet: complete, Image: "memcached:default"}, metav1.Now())
 	NewWithT(t).Expect(*st.Image).To(Equal("memcached:default"))
+}
+
+// A restart for Secret content a pod could not load in place is told as
+// such while it rolls, though the pod that said so is the first replaced.
+func TestARestartForAFailedReloadIsNamed(t *testing.T) {
+	runConditionCases(t, progressing, cachev1alpha1.ConditionProgressing, []conditionCase{
+		{"restarting", mc(3), Observation{StatefulSet: rolling, RestartingForReload: true}, metav1.ConditionTrue, cachev1alpha1.ReasonReloadFailed},
+		{"restarted", mc(3), Observation{StatefulSet: complete, RestartingForReload: true}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
+		{"another rollout", mc(3), Observation{StatefulSet: rolling}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
+	})
 }

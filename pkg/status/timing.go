@@ -13,8 +13,8 @@ import (
 // When to write the status: what the status says is decided above, when
 // it is worth writing here. Both read the same Observation.
 
-// reportTimeout bounds how long, after the operator changed a Deployment,
-// the Memcached's status waits for a report worth writing: the Deployment
+// reportTimeout bounds how long, after the operator changed a StatefulSet,
+// the Memcached's status waits for a report worth writing: the StatefulSet
 // controller's first report on the change, and, while the status already
 // lags the Memcached's generation, the rollout's end. Each report is a
 // watch event that reconciles the Memcached again at once; this is the
@@ -22,7 +22,7 @@ import (
 const reportTimeout = 30 * time.Second
 
 // Hold is how long m's status waits before it is written: while the
-// Deployment controller has not reported on the operator's change yet
+// StatefulSet controller has not reported on the operator's change yet
 // (reportPending), or while its reports only tell of a rollout on its way
 // (midRollout), for up to reportTimeout after the change. Every status of
 // a rollout that ends within that time is then written once, at its end:
@@ -32,22 +32,22 @@ func Hold(m *cachev1alpha1.Memcached, obs Observation, now time.Time) time.Durat
 		// Worth reading at once.
 		return 0
 	}
-	if wait := reportPending(obs.Deployment, obs.DeploymentChanged, now); wait > 0 {
+	if wait := reportPending(obs.StatefulSet, obs.StatefulSetChanged, now); wait > 0 {
 		return wait
 	}
 	if midRollout(m, obs) {
-		return sinceChange(obs.Deployment, obs.DeploymentChanged, now)
+		return sinceChange(obs.StatefulSet, obs.StatefulSetChanged, now)
 	}
 	return 0
 }
 
 // midRollout tells whether the status obs gives m would only say that the
-// Deployment is rolling out as asked: nothing wrong, the cache still
+// StatefulSet is rolling out as asked: nothing wrong, the cache still
 // serving if it served, and m's status already lags its generation, so
 // that kstatus, Argo CD's health check and kubectl wait read m as in
 // progress whatever the conditions say (a Memcached nothing has written a
 // status for has observedGeneration 0). A scale-up's moment below the
-// Deployment's minimum availability, with pods serving, is such a status.
+// minimum availability, with pods serving, is such a status.
 // A rollout the Memcached's generation did not start (a Secret rotated) is
 // written as it goes: its status would otherwise read as current. So is a
 // rollout whose pods Kubernetes reports a problem with (unschedulable):
@@ -58,11 +58,11 @@ func midRollout(m *cachev1alpha1.Memcached, obs Observation) bool {
 	}
 	was := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionAvailable)
 	served := was != nil && was.Status == metav1.ConditionTrue
-	serves := obs.Deployment.Status.AvailableReplicas > 0 || available(m, obs).Status == metav1.ConditionTrue
+	serves := obs.StatefulSet.Status.AvailableReplicas > 0 || available(m, obs).Status == metav1.ConditionTrue
 	return !served || serves
 }
 
-// reportPending is how long the Deployment controller may still take to
+// reportPending is how long the StatefulSet controller may still take to
 // report on d: d has a generation it has not observed, and the operator
 // changed it less than reportTimeout ago (sinceChange). Zero when the
 // report is in, or overdue: a status is then written without it.
@@ -76,7 +76,7 @@ func reportPending(d *owned.Summary, justChanged bool, now time.Time) time.Durat
 // sinceChange is what is left of reportTimeout since the operator changed
 // d: in this reconcile (justChanged), or by the time the apiserver
 // recorded on the operator's managed-fields entry (a later reconcile, such
-// as the one the store seeing the applied Deployment starts). Zero when d
+// as the one the store seeing the applied StatefulSet starts). Zero when d
 // was not changed by the operator's apply.
 func sinceChange(d *owned.Summary, justChanged bool, now time.Time) time.Duration {
 	if d == nil {

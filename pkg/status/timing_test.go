@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -21,9 +20,9 @@ func TestReportPendingWaitsOnlyForAFreshChangeNotYetObserved(t *testing.T) {
 		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, Time: &metav1.Time{Time: now.Add(-ago)}}
 	}
 	deployment := func(generation, observed int64, entries ...metav1.ManagedFieldsEntry) *owned.Summary {
-		s, err := owned.SummarizeAnswer(&appsv1.Deployment{
+		s, err := owned.SummarizeAnswer(&appsv1.StatefulSet{
 			ObjectMeta: metav1.ObjectMeta{Generation: generation, ManagedFields: entries},
-			Status:     appsv1.DeploymentStatus{ObservedGeneration: observed},
+			Status:     appsv1.StatefulSetStatus{ObservedGeneration: observed},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -36,7 +35,7 @@ func TestReportPendingWaitsOnlyForAFreshChangeNotYetObserved(t *testing.T) {
 		just bool
 		want time.Duration
 	}{
-		{"no Deployment", nil, false, 0},
+		{"no StatefulSet", nil, false, 0},
 		{"changed in this reconcile, not observed", deployment(2, 1), true, reportTimeout},
 		{"changed in this reconcile without a new generation", deployment(2, 2), true, 0},
 		{"report in", deployment(2, 2, entry(owned.FieldManager, metav1.ManagedFieldsOperationApply, time.Second)), false, 0},
@@ -58,27 +57,14 @@ func TestStatusWaitsForTheRolloutsEndOnlyWhileTheStatusLags(t *testing.T) {
 	applied := func(ago time.Duration) []metav1.ManagedFieldsEntry {
 		return []metav1.ManagedFieldsEntry{{Manager: owned.FieldManager, Operation: metav1.ManagedFieldsOperationApply, Time: &metav1.Time{Time: now.Add(-ago)}}}
 	}
-	// deployment has replicas desired, of which ready are ready and
-	// available; changed by the operator ago.
-	deployment := func(replicas, ready int32, ago time.Duration, conditions ...appsv1.DeploymentCondition) *owned.Summary {
-		available := appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse}
-		if ready > 0 {
-			available.Status = corev1.ConditionTrue
-		}
-		var others []appsv1.DeploymentCondition
-		for _, c := range conditions {
-			if c.Type == appsv1.DeploymentAvailable {
-				available = c
-			} else {
-				others = append(others, c)
-			}
-		}
-		s, err := owned.SummarizeAnswer(&appsv1.Deployment{
+	// deployment is a StatefulSet with replicas desired, of which ready
+	// are ready and available; changed by the operator ago.
+	deployment := func(replicas, ready int32, ago time.Duration) *owned.Summary {
+		s, err := owned.SummarizeAnswer(&appsv1.StatefulSet{
 			ObjectMeta: metav1.ObjectMeta{Name: "cache", Generation: 2, ManagedFields: applied(ago)},
-			Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(replicas)},
-			Status: appsv1.DeploymentStatus{
+			Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To(replicas)},
+			Status: appsv1.StatefulSetStatus{
 				ObservedGeneration: 2, Replicas: replicas, UpdatedReplicas: replicas, ReadyReplicas: ready, AvailableReplicas: ready,
-				Conditions: append([]appsv1.DeploymentCondition{available}, others...),
 			},
 		})
 		if err != nil {
@@ -99,35 +85,31 @@ func TestStatusWaitsForTheRolloutsEndOnlyWhileTheStatusLags(t *testing.T) {
 		}
 		return m
 	}
-	// unobserved is a Deployment whose controller has not seen its latest
+	// unobserved is a StatefulSet whose controller has not seen its latest
 	// generation.
 	unobserved := deployment(1, 1, time.Hour)
 	unobserved.Generation = 3
-	belowMinimum := appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable"}
-	stalled := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}
 	tests := []struct {
 		name string
 		m    *cachev1alpha1.Memcached
 		obs  Observation
 		want time.Duration
 	}{
-		{"created 5 s ago, no pod ready yet", memcached(1, 0, ""), Observation{Deployment: deployment(1, 0, 5*time.Second)}, 25 * time.Second},
-		{"created in this reconcile", memcached(1, 0, ""), Observation{Deployment: deployment(1, 0, time.Hour), DeploymentChanged: true}, reportTimeout},
-		{"created and rolled out", memcached(1, 0, ""), Observation{Deployment: deployment(1, 1, 5*time.Second)}, 0},
-		{"scaled 10 s ago, serving meanwhile", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second)}, 20 * time.Second},
-		{"scaled 40 s ago: the rollout is slow, its progress is written", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 40*time.Second)}, 0},
-		{"scaled up, below the Deployment's minimum availability, serving", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second, belowMinimum)}, 20 * time.Second},
-		{"serving no more", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 0, 10*time.Second)}, 0},
-		{"progress deadline exceeded", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second, stalled)}, 0},
-		{"rolling out for a generation the status already names (a Secret rotated)", memcached(3, 2, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second)}, 0},
-		{"replacing another Deployment", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second), Replacing: "replacing"}, 0},
-		{"no Deployment", memcached(3, 1, metav1.ConditionTrue), Observation{}, 0},
-		{"changed in this reconcile, not observed yet", memcached(1, 1, metav1.ConditionTrue), Observation{Deployment: unobserved, DeploymentChanged: true}, reportTimeout},
-		{"scaled 10 s ago, serving meanwhile, a new pod cannot be scheduled", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second), Pods: []*owned.Pod{pod("cache-5d8f-a", unschedulabl)}}, 0},
-		{"scaled 10 s ago, serving meanwhile, a new pod's image cannot be pulled", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second), Pods: []*owned.Pod{pod("cache-5d8f-a", pullFailed)}}, 0},
-		{"scaled 10 s ago, serving meanwhile, a quota refuses the new pods", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second, quota)}, 0},
-		{"scaled 10 s ago, serving meanwhile, a new pod starting", memcached(3, 1, metav1.ConditionTrue), Observation{Deployment: deployment(3, 1, 10*time.Second), Pods: []*owned.Pod{pod("cache-5d8f-a", starting)}}, 20 * time.Second},
-		{"changed in this reconcile, not observed yet, and a phase failed", memcached(1, 1, metav1.ConditionTrue), Observation{Deployment: unobserved, DeploymentChanged: true, Failed: []error{errors.New("applying Service cache: forbidden")}}, 0},
+		{"created 5 s ago, no pod ready yet", memcached(1, 0, ""), Observation{StatefulSet: deployment(1, 0, 5*time.Second)}, 25 * time.Second},
+		{"created in this reconcile", memcached(1, 0, ""), Observation{StatefulSet: deployment(1, 0, time.Hour), StatefulSetChanged: true}, reportTimeout},
+		{"created and rolled out", memcached(1, 0, ""), Observation{StatefulSet: deployment(1, 1, 5*time.Second)}, 0},
+		{"scaled 10 s ago, serving meanwhile", memcached(3, 1, metav1.ConditionTrue), Observation{StatefulSet: deployment(3, 1, 10*time.Second)}, 20 * time.Second},
+		{"scaled 40 s ago: the rollout is slow, its progress is written", memcached(3, 1, metav1.ConditionTrue), Observation{StatefulSet: deployment(3, 1, 40*time.Second)}, 0},
+		{"serving no more", memcached(3, 1, metav1.ConditionTrue), Observation{StatefulSet: deployment(3, 0, 10*time.Second)}, 0},
+		{"rolling out for a generation the status already names (a Secret rotated)", memcached(3, 2, metav1.ConditionTrue), Observation{StatefulSet: deployment(3, 1, 10*time.Second)}, 0},
+		{"replacing a Deployment", memcached(3, 1, metav1.ConditionTrue), Observation{StatefulSet: deployment(3, 1, 10*time.Second), Replacing: "replacing"}, 0},
+		{"no StatefulSet", memcached(3, 1, metav1.ConditionTrue), Observation{}, 0},
+		{"changed in this reconcile, not observed yet", memcached(1, 1, metav1.ConditionTrue), Observation{StatefulSet: unobserved, StatefulSetChanged: true}, reportTimeout},
+		{"scaled 10 s ago, serving meanwhile, a new pod cannot be scheduled", memcached(3, 1, metav1.ConditionTrue), Observation{StatefulSet: deployment(3, 1, 10*time.Second), Pods: []*owned.Pod{pod("cache-5d8f-a", unschedulabl)}}, 0},
+		{"scaled 10 s ago, serving meanwhile, a new pod's image cannot be pulled", memcached(3, 1, metav1.ConditionTrue), Observation{StatefulSet: deployment(3, 1, 10*time.Second), Pods: []*owned.Pod{pod("cache-5d8f-a", pullFailed)}}, 0},
+		{"scaled 10 s ago, serving meanwhile, a quota refuses the new pods", memcached(3, 1, metav1.ConditionTrue), Observation{StatefulSet: deployment(3, 1, 10*time.Second), CreateFailed: "exceeded quota"}, 0},
+		{"scaled 10 s ago, serving meanwhile, a new pod starting", memcached(3, 1, metav1.ConditionTrue), Observation{StatefulSet: deployment(3, 1, 10*time.Second), Pods: []*owned.Pod{pod("cache-5d8f-a", starting)}}, 20 * time.Second},
+		{"changed in this reconcile, not observed yet, and a phase failed", memcached(1, 1, metav1.ConditionTrue), Observation{StatefulSet: unobserved, StatefulSetChanged: true, Failed: []error{errors.New("applying Service cache: forbidden")}}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

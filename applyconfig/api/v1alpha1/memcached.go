@@ -30,7 +30,8 @@ import (
 // MemcachedApplyConfiguration represents a declarative configuration of the Memcached type for use
 // with apply.
 //
-// Memcached runs a memcached cache as a Deployment.
+// Memcached runs a memcached cache as a StatefulSet: one slot per pod, each
+// with a stable name.
 //
 // The name rules hold on creation only (names never change): a Memcached
 // stored before this CRD replaced another one's stays writable, and the

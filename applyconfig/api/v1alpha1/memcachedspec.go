@@ -74,8 +74,8 @@ type MemcachedSpecApplyConfiguration struct {
 	//
 	ImagePullSecrets []ImagePullSecretApplyConfiguration `json:"imagePullSecrets,omitempty"`
 	// priorityClassName is the PriorityClass of the memcached pods. The
-	// class must exist when the pods are created, or the Deployment reports
-	// that it cannot create them.
+	// class must exist when the pods are created, or the StatefulSet cannot
+	// create them (the status says so).
 	//
 	PriorityClassName *string `json:"priorityClassName,omitempty"`
 	// podLabels are added to the memcached pods' labels. They cannot set

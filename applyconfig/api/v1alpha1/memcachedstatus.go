@@ -59,6 +59,12 @@ type MemcachedStatusApplyConfiguration struct {
 	// operator has applied the Service.
 	//
 	Service *ServiceStatusApplyConfiguration `json:"service,omitempty"`
+	// discovery tells clients with auto discovery (AWS ElastiCache's
+	// "config get cluster") where to find every slot of the cache. It is
+	// set while the pods serve the endpoint and its membership is
+	// published.
+	//
+	Discovery *DiscoveryStatusApplyConfiguration `json:"discovery,omitempty"`
 	// tls tells about memcached's certificate (spec.tls), while the
 	// Secret holds one valid now for the Service's name.
 	//
@@ -129,6 +135,14 @@ func (b *MemcachedStatusApplyConfiguration) WithImage(value string) *MemcachedSt
 // If called multiple times, the Service field is set to the value of the last call.
 func (b *MemcachedStatusApplyConfiguration) WithService(value *ServiceStatusApplyConfiguration) *MemcachedStatusApplyConfiguration {
 	b.Service = value
+	return b
+}
+
+// WithDiscovery sets the Discovery field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Discovery field is set to the value of the last call.
+func (b *MemcachedStatusApplyConfiguration) WithDiscovery(value *DiscoveryStatusApplyConfiguration) *MemcachedStatusApplyConfiguration {
+	b.Discovery = value
 	return b
 }
 

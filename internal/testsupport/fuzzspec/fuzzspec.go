@@ -205,20 +205,20 @@ func (in Input) Memcached(namespace string) *cachev1alpha1.Memcached {
 }
 
 // Objects are the apply configurations the operator builds for m, by
-// kind: the Deployment, Service and PodDisruptionBudget, the
+// kind: the StatefulSet, Service and PodDisruptionBudget, the
 // ServiceMonitor when m asks for monitoring and the NetworkPolicy when m
 // asks for one.
 func Objects(m *cachev1alpha1.Memcached, images desired.Images, digests desired.SecretDigests) map[owned.Kind]runtime.ApplyConfiguration {
 	objs := map[owned.Kind]runtime.ApplyConfiguration{
-		owned.KindDeployment:          desired.Deployment(m, images, digests),
-		owned.KindService:             desired.Service(m),
+		owned.KindStatefulSet:         desired.StatefulSet(m, images, digests),
+		owned.KindService:             desired.Service(m, false),
 		owned.KindPodDisruptionBudget: desired.PodDisruptionBudget(m),
 	}
 	if desired.RunsExporter(m) {
 		objs[owned.KindServiceMonitor] = desired.ServiceMonitor(m)
 	}
 	if desired.WantsNetworkPolicy(m) {
-		objs[owned.KindNetworkPolicy] = desired.NetworkPolicy(m)
+		objs[owned.KindNetworkPolicy] = desired.NetworkPolicy(m, false)
 	}
 	return objs
 }
@@ -259,8 +259,8 @@ func (c *Clients) DryRunApply(ctx context.Context, m *cachev1alpha1.Memcached, i
 	for kind, ac := range Objects(m, images, digests) {
 		var a Applied
 		switch ac := ac.(type) {
-		case *appsv1ac.DeploymentApplyConfiguration:
-			a.Object, a.Err = c.kube.AppsV1().Deployments(m.Namespace).Apply(ctx, ac, DryRun)
+		case *appsv1ac.StatefulSetApplyConfiguration:
+			a.Object, a.Err = c.kube.AppsV1().StatefulSets(m.Namespace).Apply(ctx, ac, DryRun)
 		case *corev1ac.ServiceApplyConfiguration:
 			a.Object, a.Err = c.kube.CoreV1().Services(m.Namespace).Apply(ctx, ac, DryRun)
 		case *policyv1ac.PodDisruptionBudgetApplyConfiguration:

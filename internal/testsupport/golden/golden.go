@@ -94,14 +94,14 @@ func Memcached(name string) *cachev1alpha1.Memcached {
 }
 
 // Render is the YAML of the objects the operator builds for m, in a fixed
-// order: Deployment, Service, PodDisruptionBudget (when m has one),
+// order: StatefulSet, Service, PodDisruptionBudget (when m has one),
 // ServiceMonitor (when monitored), NetworkPolicy (when m asks for one).
 func Render(m *cachev1alpha1.Memcached) ([]byte, error) {
 	images := desired.Images{Memcached: desired.DefaultImage, Exporter: desired.DefaultExporterImage, Reloader: "memcached-operator:latest"}
 	digests := desired.SecretDigests{TLS: "sha256:tls-content", Auth: "sha256:auth-content"}
 	objs := fuzzspec.Objects(m, images, digests)
 	var out bytes.Buffer
-	for _, kind := range []owned.Kind{owned.KindDeployment, owned.KindService, owned.KindPodDisruptionBudget, owned.KindServiceMonitor, owned.KindNetworkPolicy} {
+	for _, kind := range []owned.Kind{owned.KindStatefulSet, owned.KindService, owned.KindPodDisruptionBudget, owned.KindServiceMonitor, owned.KindNetworkPolicy} {
 		obj, ok := objs[kind]
 		if !ok || (kind == owned.KindPodDisruptionBudget && !desired.WantsPodDisruptionBudget(m)) {
 			continue

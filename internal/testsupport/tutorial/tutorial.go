@@ -132,14 +132,17 @@ func ReconcileWith(ctx context.Context, c client.Client, m *cachev1alpha1.Memcac
 	return nil
 }
 
-// ReadyPods are the pods that serve the Deployment named name, whoever made
-// it: the ready pods, not being deleted, of ReplicaSets named after it. Over
-// a takeover that is the tutorial's pods, then the operator's.
+// ReadyPods are the ready pods, among pods, of the Memcached name: those of
+// its Deployment's ReplicaSets (the tutorial's, or the operator's before
+// slots) and of its StatefulSet.
 func ReadyPods(pods []corev1.Pod, name string) []corev1.Pod {
 	var out []corev1.Pod
 	for _, p := range pods {
 		ref := metav1.GetControllerOf(&p)
-		if ref == nil || ref.Kind != "ReplicaSet" || !strings.HasPrefix(ref.Name, name+"-") || p.DeletionTimestamp != nil {
+		if ref == nil || p.DeletionTimestamp != nil {
+			continue
+		}
+		if !(ref.Kind == "ReplicaSet" && strings.HasPrefix(ref.Name, name+"-")) && !(ref.Kind == "StatefulSet" && ref.Name == name) {
 			continue
 		}
 		for _, c := range p.Status.Conditions {

@@ -40,9 +40,9 @@ func TestArgoCDHealthCheckOfTheInstallGuide(t *testing.T) {
 		Size: ptr.To[int32](1), NodeSelector: map[string]cachev1alpha1.LabelValue{"memcached-operator.example.com/nowhere": "true"},
 	})
 
-	foreign := &appsv1.Deployment{
+	foreign := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "blocked", Labels: map[string]string{"app": "other"}},
-		Spec: appsv1.DeploymentSpec{
+		Spec: appsv1.StatefulSetSpec{
 			Replicas: ptr.To[int32](0),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}},
 			Template: corev1.PodTemplateSpec{

@@ -1,12 +1,12 @@
 // Package memcached is the Memcached controller: it applies each
-// Memcached's Deployment, Service, PodDisruptionBudget, NetworkPolicy,
+// Memcached's StatefulSet, Service, PodDisruptionBudget, NetworkPolicy,
 // ServiceMonitor and status with server-side apply, under the field
 // managers of package owned, and sends nothing when nothing changed.
 //
 // A reconcile reads in this order: Reconcile (this file) gets the
 // Memcached and runs its phases (phases.go), one per object, each of them
-// whatever the others returned: the Deployment (deployment.go: the Secrets
-// gate, a replacement, the apply), the Service, the budget, the
+// whatever the others returned: the StatefulSet (statefulset.go: the
+// Secrets gate, the replacement of a Deployment, the apply), the Service, the budget, the
 // NetworkPolicy and the ServiceMonitor, each applied or removed through
 // objects.go; then the status (scope.go), whose content and timing package
 // status decides.
@@ -14,6 +14,7 @@ package memcached
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,7 +49,7 @@ type Reconciler struct {
 	// operator's, or not created yet), and every manager's fields when
 	// naming who changed one.
 	APIReader client.Reader
-	// Owned holds summaries of the Deployments, Services,
+	// Owned holds summaries of the StatefulSets, Deployments, Services,
 	// PodDisruptionBudgets, NetworkPolicies and ServiceMonitors the
 	// operator made.
 	Owned *owned.Store
@@ -68,12 +69,12 @@ type Reconciler struct {
 	// operator replaces a Deployment it did not make, their Update entries
 	// in the Memcached's status become the operator's.
 	ReplacedManagers []string
-	// TakeOver: a Deployment the Memcached controls that selects pods by
-	// other labels (the tutorial's) is replaced, and the replaced operator's
+	// TakeOver: a Deployment the Memcached controls that the operator did
+	// not make (the tutorial's) is replaced, and the replaced operator's
 	// field managers and finalizer are removed from the Memcached. This
 	// needs more permissions than the operator's own (manifests/takeover):
-	// deleting Deployments, labelling ReplicaSets, patching Memcacheds.
-	// Off: such a Deployment is left as it is, and the status says why.
+	// patching Memcacheds. Off: such a Deployment is left as it is, and the
+	// status says why.
 	TakeOver bool
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
@@ -85,16 +86,19 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds/status,verbs=get;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=list
 
-// Reconcile brings a Memcached's Deployment, Service, PodDisruptionBudget,
+// Reconcile brings a Memcached's StatefulSet, Service, PodDisruptionBudget,
 // NetworkPolicy, ServiceMonitor and status to what its spec asks for.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	m := &cachev1alpha1.Memcached{}
@@ -160,6 +164,10 @@ var enqueueController = handler.EnqueueRequestsFromMapFunc(func(_ context.Contex
 var enqueueFreedName = handler.Funcs{
 	DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}})
+		// A membership ConfigMap's name is its Memcached's and a suffix.
+		if name, ok := strings.CutSuffix(e.Object.GetName(), desired.MembershipSuffix); ok {
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: name}})
+		}
 	},
 }
 
@@ -187,7 +195,7 @@ var enqueueMemcachedOfPod = handler.Funcs{
 }
 
 func enqueuePod(p *owned.Pod, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if p.Memcached != "" {
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Memcached}})
+	if p.StatefulSet != "" {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.StatefulSet}})
 	}
 }

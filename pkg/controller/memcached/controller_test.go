@@ -42,7 +42,7 @@ import (
 	"github.com/example/memcached-operator/pkg/owned"
 )
 
-func TestDeploymentIsCreatedWithOwnerAndOurFieldManagerOnly(t *testing.T) {
+func TestStatefulSetIsCreatedWithOwnerAndOurFieldManagerOnly(t *testing.T) {
 	g := NewWithT(t)
 	ns := testenv.Namespace(t, k8s)
 	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)})
@@ -64,17 +64,17 @@ func TestDeploymentIsCreatedWithOwnerAndOurFieldManagerOnly(t *testing.T) {
 		}
 	}
 	g.Expect(m.Status.Replicas).To(Equal(int32(2)))
-	g.Expect(m.Status.Selector).To(Equal("app.kubernetes.io/instance=cache,app.kubernetes.io/name=memcached"))
+	g.Expect(m.Status.Selector).To(Equal("cache.example.com/memcached=cache"))
 	for _, c := range m.Status.Conditions {
 		g.Expect(c.Reason).NotTo(BeEmpty())
 		g.Expect(c.Message).NotTo(BeEmpty())
 		g.Expect(c.ObservedGeneration).To(Equal(m.Generation))
 	}
-	g.Expect(events(t, ns, "cache", "Created")).To(ConsistOf(HaveField("Note", "Created Deployment cache with 2 replicas; created Service cache; created PodDisruptionBudget cache")),
+	g.Expect(events(t, ns, "cache", "Created")).To(ConsistOf(HaveField("Note", "Created StatefulSet cache with 2 replicas; created Service cache; created PodDisruptionBudget cache")),
 		"one event for everything one reconcile created")
 }
 
-func TestForeignLabelAndAnnotationOnDeploymentSurvive(t *testing.T) {
+func TestForeignLabelAndAnnotationOnStatefulSetSurvive(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, k8s)
@@ -82,7 +82,7 @@ func TestForeignLabelAndAnnotationOnDeploymentSurvive(t *testing.T) {
 	converged(t, m)
 
 	// Another manager (a GitOps tool, a policy engine) labels the Deployment.
-	foreign := appsv1ac.Deployment("cache", ns).
+	foreign := appsv1ac.StatefulSet("cache", ns).
 		WithLabels(map[string]string{"team": "payments"}).
 		WithAnnotations(map[string]string{"example.com/owner": "payments"})
 	g.Expect(k8s.Apply(ctx, foreign, client.FieldOwner("policy-engine"))).To(Succeed())
@@ -98,20 +98,20 @@ func TestForeignLabelAndAnnotationOnDeploymentSurvive(t *testing.T) {
 	}
 }
 
-func TestScaledDeploymentIsRevertedWithEvent(t *testing.T) {
+func TestScaledStatefulSetIsRevertedWithEvent(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, k8s)
 	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)})
 	_, dep := converged(t, m)
 
-	// What `kubectl scale deployment/cache --replicas=5` sends.
+	// What `kubectl scale statefulset/cache --replicas=5` sends.
 	scale := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":5}}`))
 	// The answer is a Scale: decode it into a copy, not into dep.
 	g.Expect(k8s.SubResource("scale").Patch(ctx, dep.DeepCopy(), scale, client.FieldOwner("kubectl"))).To(Succeed())
 
 	g.Eventually(func(g Gomega) {
-		got := &appsv1.Deployment{}
+		got := &appsv1.StatefulSet{}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(dep), got)).To(Succeed())
 		g.Expect(*got.Spec.Replicas).To(Equal(int32(2)))
 		e := events(t, ns, "cache", "DriftCorrected")
@@ -120,7 +120,7 @@ func TestScaledDeploymentIsRevertedWithEvent(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 }
 
-func TestEditedDeploymentFieldIsRestoredAndOthersKept(t *testing.T) {
+func TestEditedStatefulSetFieldIsRestoredAndOthersKept(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, k8s)
@@ -134,7 +134,7 @@ func TestEditedDeploymentFieldIsRestoredAndOthersKept(t *testing.T) {
 	g.Expect(k8s.Patch(ctx, dep, patch, client.FieldOwner("kubectl-edit"))).To(Succeed())
 
 	g.Eventually(func(g Gomega) {
-		got := &appsv1.Deployment{}
+		got := &appsv1.StatefulSet{}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(dep), got)).To(Succeed())
 		g.Expect(got.Spec.Template.Spec.Containers[0].Image).To(Equal(defaultImage))
 		g.Expect(got.Spec.MinReadySeconds).To(Equal(int32(7)), "a field the operator does not own is left alone")
@@ -161,7 +161,7 @@ func TestForeignConditionOnMemcachedStatusSurvives(t *testing.T) {
 	}
 }
 
-func TestSpecChangeSendsExactlyOneDeploymentApply(t *testing.T) {
+func TestSpecChangeSendsExactlyOneStatefulSetApply(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, k8s)
@@ -173,7 +173,7 @@ func TestSpecChangeSendsExactlyOneDeploymentApply(t *testing.T) {
 	_, dep := converged(t, m)
 	g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal("memcached:1.6.38"))
 
-	writes := requests.Since(mark, inNamespace(ns), testenv.PathContains("/deployments/"), testenv.NotWatch,
+	writes := requests.Since(mark, inNamespace(ns), testenv.PathContains("/statefulsets/"), testenv.NotWatch,
 		func(r testenv.Request) bool { return r.Method != http.MethodGet })
 	g.Expect(writes).To(HaveLen(1), "one apply of the Deployment, got %v", writes)
 	g.Expect(writes[0].IsApply()).To(BeTrue())
@@ -212,7 +212,7 @@ func TestSteadyStateSendsNoRequests(t *testing.T) {
 	// is not the operator's business (a resync's reconcile would find the
 	// same: nothing to do).
 	for _, m := range ms {
-		nudge(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}})
+		nudge(t, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}})
 	}
 	time.Sleep(window)
 	sent := requests.Since(mark, testenv.NotWatch)
@@ -223,7 +223,7 @@ func TestSteadyStateSendsNoRequests(t *testing.T) {
 		"every Memcached was reconciled again in the window")
 }
 
-func TestRemovingOptionalFieldRemovesItFromDeployment(t *testing.T) {
+func TestRemovingOptionalFieldRemovesItFromStatefulSet(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, k8s)
@@ -239,13 +239,13 @@ func TestRemovingOptionalFieldRemovesItFromDeployment(t *testing.T) {
 	g.Expect(dep.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--threads=2"))
 
 	// Another manager owns an annotation on the pod template: it stays.
-	foreign := appsv1ac.Deployment("cache", ns).WithSpec(appsv1ac.DeploymentSpec().WithTemplate(
+	foreign := appsv1ac.StatefulSet("cache", ns).WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(
 		corev1ac.PodTemplateSpec().WithAnnotations(map[string]string{"example.com/restartedAt": "now"})))
 	g.Expect(k8s.Apply(ctx, foreign, client.FieldOwner("rollout-restarter"))).To(Succeed())
 
 	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"resources":null,"threads":null}}`)))).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		got := &appsv1.Deployment{}
+		got := &appsv1.StatefulSet{}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(dep), got)).To(Succeed())
 		c := got.Spec.Template.Spec.Containers[0]
 		g.Expect(c.Resources.Limits).To(BeEmpty())
@@ -254,19 +254,19 @@ func TestRemovingOptionalFieldRemovesItFromDeployment(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 }
 
-func TestForeignDeploymentIsLeftAloneAndReported(t *testing.T) {
+func TestForeignStatefulSetIsLeftAloneAndReported(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, k8s)
-	foreign := foreignDeployment(ns, "taken")
+	foreign := foreignStatefulSet(ns, "taken")
 	g.Expect(k8s.Create(ctx, foreign)).To(Succeed())
 
 	m := newMemcached(t, ns, "taken", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)})
 	g.Eventually(func(g Gomega) {
-		blockedBy(g, t, m, string(owned.KindDeployment))
+		blockedBy(g, t, m, string(owned.KindStatefulSet))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 
-	got := &appsv1.Deployment{}
+	got := &appsv1.StatefulSet{}
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(foreign), got)).To(Succeed())
 	g.Expect(*got.Spec.Replicas).To(Equal(int32(1)))
 	g.Expect(got.OwnerReferences).To(BeEmpty())
@@ -276,11 +276,11 @@ func TestForeignDeploymentIsLeftAloneAndReported(t *testing.T) {
 	// An apply sent in the moment before the store sees the Deployment
 	// (created just before the Memcached) creates nothing and takes no
 	// field: the apiserver refuses it.
-	writes := requests.Since(0, inNamespace(ns), testenv.PathContains("/deployments/"), testenv.Wrote)
+	writes := requests.Since(0, inNamespace(ns), testenv.PathContains("/statefulsets/"), testenv.Wrote)
 	g.Expect(writes).To(BeEmpty(), "nothing is written to a Deployment the operator does not own")
 }
 
-func TestScaleSubresourceScalesTheDeployment(t *testing.T) {
+func TestScaleSubresourceScalesTheStatefulSet(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, k8s)
@@ -329,7 +329,7 @@ func TestDeletedMemcachedIsGarbageCollected(t *testing.T) {
 
 	g.Expect(k8s.Delete(ctx, m)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		err := k8s.Get(ctx, client.ObjectKeyFromObject(dep), &appsv1.Deployment{})
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(dep), &appsv1.StatefulSet{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Deployment garbage-collected")
 		pods := &corev1.PodList{}
 		g.Expect(k8s.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
@@ -391,7 +391,7 @@ func writesOtherThanApplies(rs []testenv.Request) []testenv.Request {
 	return bad
 }
 
-func TestDeletedDeploymentIsRecreated(t *testing.T) {
+func TestDeletedStatefulSetIsRecreated(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, k8s)
@@ -408,18 +408,18 @@ func TestDeletedDeploymentIsRecreated(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	g.Expect(k8s.Delete(ctx, dep)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		got := &appsv1.Deployment{}
+		got := &appsv1.StatefulSet{}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(dep), got)).To(Succeed())
 		g.Expect(got.UID).NotTo(Equal(dep.UID), "a new Deployment")
 	}).WithTimeout(atOnce).WithPolling(poll).Should(Succeed())
 	converged(t, m)
 }
 
-func TestForeignDeploymentIsPickedUpOnceRemoved(t *testing.T) {
+func TestForeignStatefulSetIsPickedUpOnceRemoved(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, k8s)
-	foreign := foreignDeployment(ns, "cache")
+	foreign := foreignStatefulSet(ns, "cache")
 	g.Expect(k8s.Create(ctx, foreign)).To(Succeed())
 	mark := requests.Mark()
 	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)})
@@ -451,7 +451,7 @@ func TestAForeignObjectsDeletionReconcilesTheMemcachedOfItsName(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := testenv.Namespace(t, k8s)
-	foreign := foreignDeployment(ns, "cache")
+	foreign := foreignStatefulSet(ns, "cache")
 	g.Expect(k8s.Create(ctx, foreign)).To(Succeed())
 
 	hc, err := rest.HTTPClientFor(cfg)
@@ -466,7 +466,7 @@ func TestAForeignObjectsDeletionReconcilesTheMemcachedOfItsName(t *testing.T) {
 		g.Expect(src.(source.SyncingSource).WaitForSync(ctx)).To(Succeed())
 	}
 	key := client.ObjectKeyFromObject(foreign)
-	_, found, err := store.Other(owned.KindDeployment, key)
+	_, found, err := store.Other(owned.KindStatefulSet, key)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(found).To(BeTrue(), "the foreign Deployment's name is known")
 	g.Expect(q.Len()).To(BeZero(), "its creation reconciles nothing")
@@ -501,11 +501,11 @@ func TestObjectsOfADeletedMemcachedAreCollected(t *testing.T) {
 	stale := m.DeepCopy()
 	stale.Name = "gone-late"
 	stale.Spec.Size = ptr.To[int32](2)
-	g.Expect(k8s.Apply(ctx, desired.Deployment(stale, testenv.Images, desired.SecretDigests{}), client.FieldOwner(owned.FieldManager))).To(Succeed())
-	g.Expect(k8s.Apply(ctx, desired.Service(stale), client.FieldOwner(owned.FieldManager))).To(Succeed())
+	g.Expect(k8s.Apply(ctx, desired.StatefulSet(stale, testenv.Images, desired.SecretDigests{}), client.FieldOwner(owned.FieldManager))).To(Succeed())
+	g.Expect(k8s.Apply(ctx, desired.Service(stale, false), client.FieldOwner(owned.FieldManager))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		key := client.ObjectKey{Namespace: ns, Name: stale.Name}
-		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key, &appsv1.Deployment{}))).To(BeTrue(), "Deployment collected")
+		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key, &appsv1.StatefulSet{}))).To(BeTrue(), "Deployment collected")
 		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key, &corev1.Service{}))).To(BeTrue(), "Service collected")
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 }
@@ -544,12 +544,12 @@ func TestCreateAndScaleReadNothing(t *testing.T) {
 	}, 4)
 }
 
-// foreignDeployment is a Deployment of one replica made by someone else.
-func foreignDeployment(ns, name string) *appsv1.Deployment {
+// foreignStatefulSet is a StatefulSet of one replica made by someone else.
+func foreignStatefulSet(ns, name string) *appsv1.StatefulSet {
 	labels := map[string]string{"app": "someone-elses"}
-	return &appsv1.Deployment{
+	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
+		Spec: appsv1.StatefulSetSpec{
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{

@@ -40,7 +40,7 @@ func TestNetworkPolicyComesAndGoes(t *testing.T) {
 	g.Expect(metav1.IsControlledBy(np, m)).To(BeTrue())
 	g.Expect(np.Spec.PodSelector.MatchLabels).To(Equal(desired.SelectorLabels(m)))
 	g.Expect(np.Spec.Ingress).To(HaveLen(1))
-	g.Expect(np.Spec.Ingress[0].Ports).To(ConsistOf(HaveField("Port.IntVal", int32(11211)), HaveField("Port.StrVal", "memcached")))
+	g.Expect(np.Spec.Ingress[0].Ports).To(ConsistOf(HaveField("Port.IntVal", int32(11211)), HaveField("Port.StrVal", "memcached"), HaveField("Port.IntVal", desired.DiscoveryPort)))
 	g.Expect(np.Spec.Ingress[0].From).To(Equal([]networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}), "by default, the pods of the namespace")
 
 	// The clients change: the policy follows.

@@ -25,13 +25,23 @@ import (
 )
 
 // ownedKind is a kind of object the operator makes for a Memcached, named
-// after it and controlled by it.
+// after it (with suffix) and controlled by it.
 type ownedKind struct {
 	kind   owned.Kind
 	newObj func() client.Object
+	suffix string
+}
+
+// key is the key of m's object of kind k.
+func (k ownedKind) key(m *cachev1alpha1.Memcached) client.ObjectKey {
+	return client.ObjectKey{Namespace: m.Namespace, Name: m.Name + k.suffix}
 }
 
 var (
+	statefulSets = ownedKind{
+		kind:   owned.KindStatefulSet,
+		newObj: func() client.Object { return &appsv1.StatefulSet{} },
+	}
 	deployments = ownedKind{
 		kind:   owned.KindDeployment,
 		newObj: func() client.Object { return &appsv1.Deployment{} },
@@ -47,6 +57,11 @@ var (
 	networkPolicies = ownedKind{
 		kind:   owned.KindNetworkPolicy,
 		newObj: func() client.Object { return &networkingv1.NetworkPolicy{} },
+	}
+	configMaps = ownedKind{
+		kind:   owned.KindConfigMap,
+		newObj: func() client.Object { return &corev1.ConfigMap{} },
+		suffix: desired.MembershipSuffix,
 	}
 	serviceMonitors = ownedKind{
 		kind:   owned.KindServiceMonitor,
@@ -109,7 +124,7 @@ func (s *scope) currentReportingForeign(ctx context.Context, k ownedKind) (*owne
 // of all others. The object is read from the apiserver, whole, only when
 // it is the Memcached's but lost the operator's label.
 func (s *scope) current(ctx context.Context, k ownedKind) (*owned.Summary, error) {
-	key := client.ObjectKeyFromObject(s.m)
+	key := k.key(s.m)
 	sum, found, err := s.Owned.Get(k.kind, key)
 	if err != nil || found {
 		return sum, err
@@ -218,7 +233,7 @@ func (s *scope) send(ctx context.Context, k ownedKind, want runtime.ApplyConfigu
 	err := s.Client.Apply(ctx, want, opts...)
 	switch {
 	case create && apierrors.IsConflict(err):
-		return fmt.Errorf("creating %s %s: one of that name exists that the operator has not seen yet: %w", k.kind, m.Name, err)
+		return fmt.Errorf("creating %s %s: one of that name exists that the operator has not seen yet: %w", k.kind, k.key(m).Name, err)
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		// The namespace is going away, and the Memcached with it: nothing
 		// to create, and no status worth writing.
@@ -227,10 +242,10 @@ func (s *scope) send(ctx context.Context, k ownedKind, want runtime.ApplyConfigu
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 		log.Error(err, "The apiserver refused the object", "kind", k.kind)
 		s.Recorder.Eventf(m, nil, corev1.EventTypeWarning, eventApplyRejected, "Apply",
-			"The apiserver refused %s %s: %v", k.kind, m.Name, err)
-		return &refusedError{fmt.Errorf("the apiserver refused %s %s: %w", k.kind, m.Name, err)}
+			"The apiserver refused %s %s: %v", k.kind, k.key(m).Name, err)
+		return &refusedError{fmt.Errorf("the apiserver refused %s %s: %w", k.kind, k.key(m).Name, err)}
 	case err != nil:
-		return fmt.Errorf("applying %s %s: %w", k.kind, m.Name, err)
+		return fmt.Errorf("applying %s %s: %w", k.kind, k.key(m).Name, err)
 	}
 	appliesSent.WithLabelValues(string(k.kind)).Inc()
 	return nil
@@ -302,10 +317,10 @@ func summaryOfAnswer(k ownedKind, want runtime.ApplyConfiguration) (*owned.Summa
 // Memcached at rest costs no request.
 func (s *scope) remove(ctx context.Context, k ownedKind) error {
 	m := s.m
-	current, found, err := s.Owned.Get(k.kind, client.ObjectKeyFromObject(m))
+	current, found, err := s.Owned.Get(k.kind, k.key(m))
 	switch {
 	case err != nil:
-		return fmt.Errorf("getting %s %s: %w", k.kind, m.Name, err)
+		return fmt.Errorf("getting %s %s: %w", k.kind, k.key(m).Name, err)
 	case !found || !metav1.IsControlledBy(current, m):
 		return nil
 	}
@@ -319,9 +334,9 @@ func (s *scope) remove(ctx context.Context, k ownedKind) error {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
-		return fmt.Errorf("deleting %s %s: %w", k.kind, m.Name, err)
+		return fmt.Errorf("deleting %s %s: %w", k.kind, k.key(m).Name, err)
 	}
-	note := fmt.Sprintf("deleted %s %s", k.kind, m.Name)
+	note := fmt.Sprintf("deleted %s %s", k.kind, k.key(m).Name)
 	if k.kind == owned.KindPodDisruptionBudget {
 		note += fmt.Sprintf(" (size is %d)", desired.Replicas(m))
 	}
@@ -335,13 +350,13 @@ func (s *scope) remove(ctx context.Context, k ownedKind) error {
 func describe(m *cachev1alpha1.Memcached, kind owned.Kind, before, after *owned.Summary, driftCorrected bool) report {
 	if before == nil {
 		note := fmt.Sprintf("created %s %s", kind, after.Name)
-		if kind == owned.KindDeployment {
+		if kind == owned.KindStatefulSet {
 			note += fmt.Sprintf(" with %d replicas", desired.Replicas(m))
 		}
 		return report{reason: eventCreated, note: note, obj: after}
 	}
-	if kind == owned.KindDeployment && before.DesiredReplicas() != after.DesiredReplicas() {
-		return report{reason: eventScaled, note: fmt.Sprintf("scaled Deployment %s from %d to %d replicas", after.Name, before.DesiredReplicas(), after.DesiredReplicas()), obj: after}
+	if kind == owned.KindStatefulSet && before.DesiredReplicas() != after.DesiredReplicas() {
+		return report{reason: eventScaled, note: fmt.Sprintf("scaled StatefulSet %s from %d to %d replicas", after.Name, before.DesiredReplicas(), after.DesiredReplicas()), obj: after}
 	}
 	if driftCorrected {
 		return report{}

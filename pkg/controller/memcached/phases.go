@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/discovery"
 	"github.com/example/memcached-operator/pkg/owned"
 	"github.com/example/memcached-operator/pkg/status"
 )
@@ -30,11 +32,12 @@ var phases = []struct {
 	name string
 	run  phase
 }{
-	{"Deployment", reconcileDeployment},
+	{"StatefulSet", reconcileStatefulSet},
 	{"Service", reconcileService},
 	{"PodDisruptionBudget", reconcileBudget},
 	{"NetworkPolicy", reconcileNetworkPolicy},
 	{"ServiceMonitor", reconcileServiceMonitor},
+	{"membership", reconcileMembership},
 }
 
 // reconcile runs every phase, then the status, and returns the shortest
@@ -42,11 +45,17 @@ var phases = []struct {
 // its phase. The errors are terminal when every one is a refusal that only
 // a spec change can fix.
 func (s *scope) reconcile(ctx context.Context) (ctrl.Result, error) {
-	pods, err := s.Owned.Pods(client.ObjectKeyFromObject(s.m))
+	// The pods are those of the StatefulSet the store holds (none before
+	// it is made): what they say decides the StatefulSet's phase.
+	set, found, err := s.Owned.Get(owned.KindStatefulSet, client.ObjectKeyFromObject(s.m))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	s.obs.Pods = pods
+	if found && metav1.IsControlledBy(set, s.m) {
+		if s.obs.Pods, err = s.Owned.Pods(s.m.Namespace, set.UID); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 
 	var result ctrl.Result
 	var errs []error
@@ -107,9 +116,10 @@ func allRefused(errs []error) bool {
 	return true
 }
 
-// reconcileService applies m's headless Service.
+// reconcileService applies m's headless Service: while the StatefulSet's
+// phase replaces a Deployment, it selects that Deployment's pods too.
 func reconcileService(ctx context.Context, s *scope) (ctrl.Result, error) {
-	svc, err := s.ensure(ctx, services, desired.Service(s.m))
+	svc, err := s.ensure(ctx, services, desired.Service(s.m, s.replacing))
 	s.obs.Service = svc.obj
 	s.observe(owned.KindService, svc)
 	return ctrl.Result{}, err
@@ -126,7 +136,7 @@ func reconcileBudget(ctx context.Context, s *scope) (ctrl.Result, error) {
 // and deletes it otherwise.
 func reconcileNetworkPolicy(ctx context.Context, s *scope) (ctrl.Result, error) {
 	return ctrl.Result{}, s.ensureOrRemove(ctx, networkPolicies, desired.WantsNetworkPolicy(s.m),
-		func() runtime.ApplyConfiguration { return desired.NetworkPolicy(s.m) })
+		func() runtime.ApplyConfiguration { return desired.NetworkPolicy(s.m, s.replacing) })
 }
 
 // reconcileServiceMonitor applies m's ServiceMonitor while m asks for
@@ -164,7 +174,7 @@ func (s *scope) ensureOrRemove(ctx context.Context, k ownedKind, wanted bool, bu
 
 // reconcileStatus applies the status computed from what the phases saw,
 // unless it is held (package status decides when a status is worth
-// writing). It depends on the Deployment's phase having learnt what the
+// writing). It depends on the StatefulSet's phase having learnt what the
 // pods would mount: until the Secrets' watches have listed, there is no
 // status to write.
 func reconcileStatus(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -178,4 +188,34 @@ func reconcileStatus(ctx context.Context, s *scope) (ctrl.Result, error) {
 		return ctrl.Result{RequeueAfter: hold}, nil
 	}
 	return ctrl.Result{}, s.applyStatus(ctx)
+}
+
+// reconcileMembership applies the ConfigMap of the membership m's
+// discovery endpoint serves, from m's size and the addresses its pods have
+// or last had (desired.Membership), while its pods serve the endpoint; and
+// deletes it otherwise.
+func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !desired.RunsDiscovery(s.m, s.Images) {
+		return ctrl.Result{}, s.remove(ctx, configMaps)
+	}
+	current, out, err := s.currentReportingForeign(ctx, configMaps)
+	if err != nil || out.notOwned {
+		s.observe(owned.KindConfigMap, out)
+		return ctrl.Result{}, err
+	}
+	var published discovery.Cluster
+	if current != nil {
+		// A membership that does not parse (edited by hand) is made anew.
+		published, _ = discovery.Parse([]byte(current.Membership))
+	}
+	ips := map[string]string{}
+	for _, p := range s.obs.Pods {
+		if p.IP != "" {
+			ips[p.Name] = p.IP
+		}
+	}
+	out, err = s.apply(ctx, configMaps, current, desired.MembershipConfigMap(s.m, desired.Membership(s.m, ips, published)))
+	s.observe(owned.KindConfigMap, out)
+	s.obs.Discovery = out.obj != nil
+	return ctrl.Result{}, err
 }

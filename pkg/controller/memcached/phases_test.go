@@ -47,7 +47,7 @@ func TestRefusedServiceStopsNoOtherObject(t *testing.T) {
 	})
 	key := client.ObjectKeyFromObject(m)
 	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(ctx, key, &appsv1.Deployment{})).To(Succeed(), "the Deployment is applied")
+		g.Expect(k8s.Get(ctx, key, &appsv1.StatefulSet{})).To(Succeed(), "the Deployment is applied")
 		g.Expect(k8s.Get(ctx, key, &policyv1.PodDisruptionBudget{})).To(Succeed(), "the budget is applied")
 		g.Expect(k8s.Get(ctx, key, &networkingv1.NetworkPolicy{})).To(Succeed(), "the NetworkPolicy is applied")
 		err := k8s.Get(ctx, key, &corev1.Service{})

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/testsupport/repo"
 	"github.com/example/memcached-operator/internal/testsupport/testenv"
 )
 
@@ -51,7 +52,7 @@ func TestNoStatusIsWrittenUntilTheDeploymentControllerReports(t *testing.T) {
 
 	mark := requests.Mark()
 	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"threads":3}}`)))).To(Succeed())
-	dep := &appsv1.Deployment{}
+	dep := &appsv1.StatefulSet{}
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), dep)).To(Succeed())
 		g.Expect(dep.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--threads=3"))
@@ -74,13 +75,21 @@ func TestNoStatusIsWrittenUntilTheDeploymentControllerReports(t *testing.T) {
 	g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 }
 
-// A Memcached the apiserver admits but whose Deployment it refuses is
+// A Memcached the apiserver admits but whose StatefulSet it refuses is
 // reported with the apiserver's message, in Degraded and Stalled and an
 // event, and not retried in a loop: only a spec change can fix it. (The CRD
 // refuses most such specs itself; a request above its limit is one it
-// cannot see, its quantities being beyond the CEL cost budget.)
+// cannot see, its quantities being beyond the CEL cost budget.) Before
+// Kubernetes 1.34 the apiserver does not validate a StatefulSet's pod
+// template: it refuses the pods instead, and the status says so
+// (PodsForbidden) with the same message.
 func TestRefusedDeploymentIsReportedAndNotRetried(t *testing.T) {
 	g := NewWithT(t)
+	templatesValidated := repo.KubeMinor() >= 34
+	reason := cachev1alpha1.ReasonApplyFailed
+	if !templatesValidated {
+		reason = cachev1alpha1.ReasonPodsForbidden
+	}
 	ctx := context.Background()
 	ns := testenv.Namespace(t, k8s)
 	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{
@@ -98,11 +107,18 @@ func TestRefusedDeploymentIsReportedAndNotRetried(t *testing.T) {
 			c := meta.FindStatusCondition(got.Status.Conditions, ct)
 			g.Expect(c).NotTo(BeNil(), ct)
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), ct)
-			g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonApplyFailed), ct)
+			g.Expect(c.Reason).To(Equal(reason), ct)
 			g.Expect(c.Message).To(ContainSubstring("must be less than or equal to cpu limit"), "%s carries the apiserver's message", ct)
 		}
-		g.Expect(events(t, ns, "cache", "ApplyRejected")).NotTo(BeEmpty())
+		if templatesValidated {
+			g.Expect(events(t, ns, "cache", "ApplyRejected")).NotTo(BeEmpty())
+		}
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	if !templatesValidated {
+		g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"resources":{"requests":{"cpu":"1"}}}}`)))).To(Succeed())
+		converged(t, m)
+		return
+	}
 
 	// One event (a change of the Service that is not the operator's
 	// business) reconciles it again: one more apply, refused, and no
@@ -112,10 +128,10 @@ func TestRefusedDeploymentIsReportedAndNotRetried(t *testing.T) {
 	mark := requests.Mark()
 	nudge(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}})
 	time.Sleep(window)
-	applies := requests.Since(mark, testenv.PathContains("/namespaces/"+ns+"/deployments/cache"), func(r testenv.Request) bool { return r.IsApply() })
+	applies := requests.Since(mark, testenv.PathContains("/namespaces/"+ns+"/statefulsets/cache"), func(r testenv.Request) bool { return r.IsApply() })
 	g.Expect(len(applies)).To(And(BeNumerically(">=", 1), BeNumerically("<=", 2)), "the event's reconcile, no hot retry: %v", applies)
 
-	// The spec fixed, the Deployment follows.
+	// The spec fixed, the StatefulSet follows.
 	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"resources":{"requests":{"cpu":"1"}}}}`)))).To(Succeed())
 	converged(t, m)
 }
@@ -147,7 +163,7 @@ func TestTerminatingNamespaceCausesNoWritesAndNoErrors(t *testing.T) {
 		got := &cachev1alpha1.Memcached{}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
 		g.Expect(got.DeletionTimestamp).NotTo(BeNil())
-		err := k8s.Get(ctx, client.ObjectKeyFromObject(m), &appsv1.Deployment{})
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(m), &appsv1.StatefulSet{})
 		g.Expect(client.IgnoreNotFound(err)).To(Succeed())
 		g.Expect(err).To(HaveOccurred(), "the Deployment is gone")
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(Succeed())

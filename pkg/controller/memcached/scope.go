@@ -36,7 +36,6 @@ const (
 	eventDeleted        = "Deleted"
 	eventApplyRejected  = "ApplyRejected"
 	eventFieldsNotKept  = "FieldsNotKept"
-	eventRolloutStalled = "RolloutStalled"
 )
 
 // scope is one reconcile of one Memcached: the phases (phases.go) record in
@@ -54,8 +53,11 @@ type scope struct {
 	// nothing changes: when its certificate's time says something new.
 	recheck time.Time
 	// secretsPending: a Secret the Memcached names has not been listed yet,
-	// so neither the Deployment nor the status can be known.
+	// so neither the StatefulSet nor the status can be known.
 	secretsPending bool
+	// replacing: the StatefulSet's phase is replacing a Deployment of the
+	// Memcached, whose pods the Service and NetworkPolicy select too.
+	replacing bool
 }
 
 func newScope(r *Reconciler, m *cachev1alpha1.Memcached) *scope {
@@ -103,16 +105,11 @@ func (s *scope) applyStatus(ctx context.Context) error {
 }
 
 // recordStatusEvents records the Warning events of a status just written:
-// a stalled rollout, monitoring without the ServiceMonitor CRD, why the
+// monitoring without the ServiceMonitor CRD, why the
 // pods are not ready and an unusable Secret, the last three once, with the
 // status that first says so (m holds the status from before that write).
 func (s *scope) recordStatusEvents() {
 	m, obs := s.m, s.obs
-	if obs.Deployment != nil {
-		if c := status.Stalled(m, obs); c.Status == metav1.ConditionTrue && c.Reason == cachev1alpha1.ReasonRolloutStalled {
-			s.Recorder.Eventf(m, obs.Deployment, corev1.EventTypeWarning, eventRolloutStalled, "Rollout", "%s", c.Message)
-		}
-	}
 	if msg := status.CertificateExpiring(m, obs.Certificate, s.now()); msg != "" {
 		s.Recorder.Eventf(m, nil, corev1.EventTypeWarning, cachev1alpha1.ReasonCertificateExpiring, "Check", "%s", msg)
 	}
@@ -126,7 +123,7 @@ func (s *scope) recordStatusEvents() {
 	key := client.ObjectKeyFromObject(m)
 	if reason, message, ok := status.PodProblem(m, obs); ok {
 		if was, told := s.toldPodProblems.Swap(key, reason); !told || was != reason {
-			s.Recorder.Eventf(m, obs.Deployment, corev1.EventTypeWarning, reason, "Observe", "%s", message)
+			s.Recorder.Eventf(m, obs.StatefulSet, corev1.EventTypeWarning, reason, "Observe", "%s", message)
 		}
 	} else {
 		s.toldPodProblems.Delete(key)
@@ -150,7 +147,7 @@ type report struct {
 var eventActions = map[string]string{eventCreated: "Create", eventScaled: "Scale", eventUpdated: "Update", eventDeleted: "Delete"}
 
 // recordReports tells the reports of one reconcile in one event, under the
-// reason of the first (the Deployment's, when it changed): each event is a
+// reason of the first (the StatefulSet's, when it changed): each event is a
 // write to the apiserver, and creating a Memcached changes two or three
 // objects at once.
 func (s *scope) recordReports() {

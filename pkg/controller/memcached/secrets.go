@@ -96,20 +96,20 @@ func (s *scope) secretDigest(name string, keys []string, uses []secrets.Use) (st
 	case st.Summary == nil:
 		return "", &status.SecretProblem{
 			Reason:  cachev1alpha1.ReasonSecretMissing,
-			Message: fmt.Sprintf("Secret %s does not exist; the Deployment is held as it is until it does", name),
+			Message: fmt.Sprintf("Secret %s does not exist; the StatefulSet is held as it is until it does", name),
 		}, nil
 	}
 	if missing := st.Summary.Missing(keys...); len(missing) > 0 {
 		return "", &status.SecretProblem{
 			Reason:  cachev1alpha1.ReasonSecretMissing,
-			Message: fmt.Sprintf("Secret %s has no key %s; the Deployment is held as it is until it does", name, strings.Join(missing, ", ")),
+			Message: fmt.Sprintf("Secret %s has no key %s; the StatefulSet is held as it is until it does", name, strings.Join(missing, ", ")),
 		}, nil
 	}
 	for _, u := range uses {
 		if p, ok := st.Summary.Problems[u]; ok {
 			return "", &status.SecretProblem{
 				Reason:  cachev1alpha1.ReasonSecretInvalid,
-				Message: fmt.Sprintf("Secret %s cannot serve as %s: %s; the Deployment is held as it is until it can", name, u, p),
+				Message: fmt.Sprintf("Secret %s cannot serve as %s: %s; the StatefulSet is held as it is until it can", name, u, p),
 			}, nil
 		}
 	}
@@ -130,7 +130,7 @@ func (s *scope) checkCertificate(out *mountedSecrets, name string) *status.Secre
 	if err := cert.Check(now, desired.ServiceHost(s.m.Name, s.m.Namespace)); err != nil {
 		return &status.SecretProblem{
 			Reason:  cachev1alpha1.ReasonSecretInvalid,
-			Message: fmt.Sprintf("Secret %s cannot serve as %s: %v; the Deployment is held as it is until it can", name, secrets.UseServing, err),
+			Message: fmt.Sprintf("Secret %s cannot serve as %s: %v; the StatefulSet is held as it is until it can", name, secrets.UseServing, err),
 		}
 	}
 	out.certificate = cert

@@ -63,7 +63,7 @@ func TestSecretsGateAndRollThePods(t *testing.T) {
 	// Nothing exists: no Deployment whose pods could never mount.
 	got := heldFor(t, m, cachev1alpha1.ReasonSecretMissing, "Secret cache-tls does not exist")
 	g.Expect(meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionAvailable).Reason).To(Equal(cachev1alpha1.ReasonSecretMissing))
-	g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &appsv1.Deployment{}))).To(BeTrue())
+	g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &appsv1.StatefulSet{}))).To(BeTrue())
 
 	ca, pair, err := testcerts.ForService(ns, "cache")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -109,11 +109,11 @@ func TestSecretsGateAndRollThePods(t *testing.T) {
 	// At rest, nothing.
 	time.Sleep(time.Second)
 	mark = requests.Mark()
-	skipped := counterSum(t, "memcached_operator_applies_skipped_total", "kind", "Deployment")
+	skipped := counterSum(t, "memcached_operator_applies_skipped_total", "kind", "StatefulSet")
 	nudge(t, dep) // a reconcile with nothing to do, as a resync's
 	time.Sleep(window)
 	g.Expect(requests.Since(mark, inNamespace(ns), testenv.NotWatch)).To(BeEmpty(), "a converged Memcached with Secrets costs nothing")
-	g.Expect(counterSum(t, "memcached_operator_applies_skipped_total", "kind", "Deployment")).To(BeNumerically(">", skipped),
+	g.Expect(counterSum(t, "memcached_operator_applies_skipped_total", "kind", "StatefulSet")).To(BeNumerically(">", skipped),
 		"the Memcached was reconciled again in the window")
 
 	// A key the pods do not mount changes: nothing rolls.

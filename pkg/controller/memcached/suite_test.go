@@ -134,10 +134,10 @@ func newMemcached(t *testing.T, ns, name string, spec cachev1alpha1.MemcachedSpe
 }
 
 // converged waits until m's status reports its current generation, Available
-// and not Reconciling, and its Deployment has rolled out; it returns both.
-func converged(t *testing.T, m *cachev1alpha1.Memcached) (*cachev1alpha1.Memcached, *appsv1.Deployment) {
+// and not Reconciling, and its StatefulSet has rolled out; it returns both.
+func converged(t *testing.T, m *cachev1alpha1.Memcached) (*cachev1alpha1.Memcached, *appsv1.StatefulSet) {
 	t.Helper()
-	got, dep := &cachev1alpha1.Memcached{}, &appsv1.Deployment{}
+	got, dep := &cachev1alpha1.Memcached{}, &appsv1.StatefulSet{}
 	NewWithT(t).Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(m), got)).To(Succeed())
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))

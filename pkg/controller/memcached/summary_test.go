@@ -55,7 +55,7 @@ func TestStoreHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
 	go func() { _ = c.Start(ctx) }()
 	g.Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
 	key := client.ObjectKeyFromObject(m)
-	for _, k := range []owned.Kind{owned.KindDeployment, owned.KindService, owned.KindPodDisruptionBudget} {
+	for _, k := range []owned.Kind{owned.KindStatefulSet, owned.KindService, owned.KindPodDisruptionBudget} {
 		g.Eventually(func() (bool, error) {
 			_, found, err := store.Get(k, key)
 			return found, err
@@ -67,7 +67,7 @@ func TestStoreHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
 	g.Expect(got.Status.Conditions).To(HaveEach(HaveField("Message", Not(BeEmpty()))), "the Memcached is cached whole")
 	g.Expect(got.ManagedFields).To(ConsistOf(HaveField("Manager", owned.StatusFieldManager)), "but for other managers' entries")
 
-	dep, found, err := store.Get(owned.KindDeployment, key)
+	dep, found, err := store.Get(owned.KindStatefulSet, key)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(found).To(BeTrue())
 	g.Expect(dep.Status.ReadyReplicas).To(Equal(int32(2)), "the Deployment's status is kept")
@@ -80,8 +80,8 @@ func TestStoreHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
 		s    *owned.Summary
 		want runtime.ApplyConfiguration
 	}{
-		{dep, desired.Deployment(got, testenv.Images, desired.SecretDigests{})},
-		{svc, desired.Service(got)},
+		{dep, desired.StatefulSet(got, testenv.Images, desired.SecretDigests{})},
+		{svc, desired.Service(got, false)},
 		{pdb, desired.PodDisruptionBudget(got)},
 	} {
 		g.Expect(tt.s).NotTo(BeNil())
@@ -93,17 +93,17 @@ func TestStoreHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
 		g.Expect(exactly).To(BeTrue(), "%s: the operator owns exactly the fields it applies", tt.s.Kind())
 	}
 
-	st := status.Status(got, status.Observation{Deployment: dep, Service: svc, Image: testenv.Images.Image(got)}, metav1.Now())
+	st := status.Status(got, status.Observation{StatefulSet: dep, Service: svc, Image: testenv.Images.Image(got)}, metav1.Now())
 	nothing, err := owned.StatusAppliesNothing(got, cacheac.Memcached(got.Name, got.Namespace).WithStatus(st))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(nothing).To(BeTrue(), "the status computed from summaries is the one recorded")
 
 	changed := got.DeepCopy()
 	changed.Spec.Threads = ptr.To[int32](4)
-	nothing, err = dep.AppliesNothing(desired.Deployment(changed, testenv.Images, desired.SecretDigests{}))
+	nothing, err = dep.AppliesNothing(desired.StatefulSet(changed, testenv.Images, desired.SecretDigests{}))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(nothing).To(BeFalse(), "a spec change is seen")
 
-	err = c.Get(ctx, key, &appsv1.Deployment{})
+	err = c.Get(ctx, key, &appsv1.StatefulSet{})
 	g.Expect(errors.As(err, new(*cache.ErrResourceNotCached))).To(BeTrue(), "the manager's cache hands out no Deployment: %v", err)
 }

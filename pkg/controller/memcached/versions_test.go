@@ -83,7 +83,7 @@ func TestEverySpecFieldConvergesAndRests(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			notKept := events(t, ns, m.Name, "FieldsNotKept")
 			g.Expect(notKept).To(HaveLen(1))
-			g.Expect(notKept[0].Note).To(And(ContainSubstring("Deployment full"), ContainSubstring(".matchLabelKeys"), ContainSubstring(".mismatchLabelKeys")))
+			g.Expect(notKept[0].Note).To(And(ContainSubstring("StatefulSet full"), ContainSubstring(".matchLabelKeys"), ContainSubstring(".mismatchLabelKeys")))
 		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	} else {
 		g.Expect(term.MismatchLabelKeys).To(Equal([]string{"tenant"}))
@@ -91,11 +91,11 @@ func TestEverySpecFieldConvergesAndRests(t *testing.T) {
 	}
 
 	mark := requests.Mark()
-	skipped := counterSum(t, "memcached_operator_applies_skipped_total", "kind", "Deployment")
+	skipped := counterSum(t, "memcached_operator_applies_skipped_total", "kind", "StatefulSet")
 	nudge(t, dep) // a reconcile with nothing to do
 	time.Sleep(window)
 	sent := requests.Since(mark, testenv.NotWatch, inNamespace(ns))
 	g.Expect(sent).To(BeEmpty(), "a converged Memcached that sets every field costs no request")
-	g.Expect(counterSum(t, "memcached_operator_applies_skipped_total", "kind", "Deployment")).To(BeNumerically(">", skipped),
+	g.Expect(counterSum(t, "memcached_operator_applies_skipped_total", "kind", "StatefulSet")).To(BeNumerically(">", skipped),
 		"the Memcached was reconciled again in the window")
 }

@@ -4,7 +4,6 @@ import (
 	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -12,18 +11,24 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 )
 
-// Deployment is the Deployment that runs m's memcached pods, named after m
-// and controlled by it, with the images of m's spec or else images.
+// StatefulSet is the StatefulSet that runs m's memcached pods, named after
+// m and controlled by it, with the images of m's spec or else images.
 //
-// It rolls out as a cache should: one extra pod at a time and none taken
-// away before its replacement is ready (maxSurge 1, maxUnavailable 0), so
-// that a rollout never lowers the number of serving pods.
+// Each pod is a slot: <name>-0 to <name>-<size-1>, with a stable DNS name
+// through m's headless Service (<name>-<k>.<name>.<namespace>.svc), and a
+// pod replaced comes back in its slot under the same name. Clients that
+// hash keys over the slots' names keep every key's place when a pod is
+// replaced or moves.
+//
+// The pods are made and removed all at once on a scale (Parallel: slots do
+// not depend on each other), and a change rolls one slot at a time, from
+// the last, each only once the one before is ready.
 //
 // The pods mount the Secrets of spec.tls and spec.auth. With a reloader
 // they load new content in place, and the template changes only when a
 // pod could not (digests.RestartedFor); without one they carry digests of
 // the content, so that new content rolls them the same way.
-func Deployment(m *cachev1alpha1.Memcached, images Images, digests SecretDigests) *appsv1ac.DeploymentApplyConfiguration {
+func StatefulSet(m *cachev1alpha1.Memcached, images Images, digests SecretDigests) *appsv1ac.StatefulSetApplyConfiguration {
 	template := corev1ac.PodTemplateSpec().
 		WithLabels(podLabels(m)).
 		WithSpec(podSpec(m, images))
@@ -44,18 +49,23 @@ func Deployment(m *cachev1alpha1.Memcached, images Images, digests SecretDigests
 	if len(annotations) > 0 {
 		template.WithAnnotations(annotations)
 	}
-	return appsv1ac.Deployment(m.Name, m.Namespace).
+	return appsv1ac.StatefulSet(m.Name, m.Namespace).
 		WithLabels(Labels(m)).
 		WithOwnerReferences(ownerReference(m)).
-		WithSpec(appsv1ac.DeploymentSpec().
+		WithSpec(appsv1ac.StatefulSetSpec().
 			WithReplicas(Replicas(m)).
+			WithServiceName(m.Name).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(m))).
-			WithStrategy(appsv1ac.DeploymentStrategy().
-				WithType(appsv1.RollingUpdateDeploymentStrategyType).
-				WithRollingUpdate(appsv1ac.RollingUpdateDeployment().
-					WithMaxUnavailable(intstr.FromInt32(0)).
-					WithMaxSurge(intstr.FromInt32(1)))).
+			WithPodManagementPolicy(appsv1.ParallelPodManagement).
+			WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().
+				WithType(appsv1.RollingUpdateStatefulSetStrategyType)).
 			WithTemplate(template))
+}
+
+// SlotHost is the stable DNS name of slot k of the Memcached name in
+// namespace: its pod's name under the headless Service.
+func SlotHost(name, namespace string, k int) string {
+	return name + "-" + itoa(k) + "." + ServiceHost(name, namespace)
 }
 
 // podLabels are the labels of m's pods: spec.podLabels, then the

@@ -1,0 +1,214 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/testsupport/nodeclient"
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/discovery"
+)
+
+// membershipWithin bounds how long a change of the membership takes to
+// reach a pod's discovery endpoint: the operator's apply of the ConfigMap
+// at once, then the kubelet's sync of the pod's ConfigMap volume (its
+// periodic sync, up to a minute, and its ConfigMap cache).
+const membershipWithin = 3 * time.Minute
+
+// A client no one here wrote, with ElastiCache's auto discovery (the npm
+// package memcached-elasticache), pointed at status.discovery.address and
+// nothing else: it finds every slot of the Memcached by its stable name,
+// spreads its keys over them, keeps the keys of the slots that stay when a
+// pod is replaced (same name, new address), and follows a scale-up, with
+// no restart. It runs on this machine, with the cluster's DNS.
+func TestAutoDiscoveryClientFollowsTheSlots(t *testing.T) {
+	var ns, dnsServer string
+	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "found"} }
+	var c *nodeclient.Client
+	f := features.New("a client with auto discovery follows the slots").WithLabel("needs", "containers").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if provider != "local" {
+				t.Skip("resolves the cluster's names with the real node's DNS from this machine: local cluster only")
+			}
+			ns = namespace(t, cfg, "found")
+			runningMemcached(t, cfg, key(), onRealNode(2))
+			dnsServer = realNodeIP(t, kube(t, cfg))
+			// The client lives for the whole feature: each step below uses it.
+			m := &cachev1alpha1.Memcached{}
+			NewWithT(t).Eventually(func(g Gomega) {
+				g.Expect(kube(t, cfg).Get(ctx, key(), m)).To(Succeed())
+				g.Expect(m.Status.Discovery).NotTo(BeNil())
+			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+			c = nodeclient.Start(t, m.Status.Discovery.Address, nodeclient.Options{Interval: time.Second, DNSServer: dnsServer})
+			return ctx
+		}).
+		Assess("the status names the endpoint, and every pod serves the membership", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, k := NewWithT(t), kube(t, cfg)
+			m := &cachev1alpha1.Memcached{}
+			g.Eventually(func(g Gomega) {
+				g.Expect(k.Get(ctx, key(), m)).To(Succeed())
+				g.Expect(m.Status.Discovery).NotTo(BeNil())
+			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+			g.Expect(m.Status.Discovery.Address).To(Equal(fmt.Sprintf("found.%s.svc:%d", ns, desired.DiscoveryPort)))
+			out, err := kubectl(ctx, cfg, "", "get", "memcached", "found", "-n", ns, "-o", "wide")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(columns(out)).To(HaveKeyWithValue("DISCOVERY", m.Status.Discovery.Address))
+			servesSlots(t, k, key(), 2)
+			return ctx
+		}).
+		Assess("the client finds both slots, stores and reads", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g := NewWithT(t)
+			g.Expect(nodeclient.Nodes(c.Next(t, "discover", time.Minute))).To(Equal(slotAddresses(ns, "found", 2)))
+			g.Expect(nodeclient.Count(c.Do(t, "set 500 first"), "errors")).To(BeZero())
+			g.Expect(nodeclient.Count(c.Do(t, "get 500 first"), "hits")).To(Equal(500))
+			for k, items := range itemsPerSlot(t, kube(t, cfg), key(), 2) {
+				g.Expect(items).To(BeNumerically(">", 100), "slot %d holds its share of the keys", k)
+			}
+			return ctx
+		}).
+		Assess("a replaced pod comes back in its slot: the other slot's keys stay where they are", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, k := NewWithT(t), kube(t, cfg)
+			before := itemsPerSlot(t, k, key(), 2)
+			old := &corev1.Pod{}
+			g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: "found-1"}, old)).To(Succeed())
+			g.Expect(k.Delete(ctx, old)).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				p := &corev1.Pod{}
+				g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: "found-1"}, p)).To(Succeed())
+				g.Expect(p.UID).NotTo(Equal(old.UID))
+			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+			converged(t, k, key(), 2)
+			servesSlots(t, k, key(), 2)
+			// The client keys its ring on the slots' names: slot 0's keys
+			// still read, slot 1's are gone with its pod, none moved.
+			got := c.Do(t, "get 500 first")
+			t.Logf("after found-1 was replaced: %v (slot 0 held %d)", got, before[0])
+			g.Expect(nodeclient.Count(got, "hits")).To(Equal(before[0]), "slot 0's keys, all of them")
+			g.Expect(nodeclient.Count(got, "wrong")).To(BeZero())
+			g.Expect(nodeclient.Count(c.Do(t, "set 200 second"), "errors")).To(BeZero(), "the new pod serves under the same name")
+			g.Expect(nodeclient.Count(c.Do(t, "get 200 second"), "hits")).To(Equal(200))
+			return ctx
+		}).
+		Assess("a scale-up: the client follows the third slot without a restart", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, k := NewWithT(t), kube(t, cfg)
+			m := &cachev1alpha1.Memcached{}
+			g.Expect(k.Get(ctx, key(), m)).To(Succeed())
+			g.Expect(k.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":3}}`)))).To(Succeed())
+			converged(t, k, key(), 3)
+			g.Expect(nodeclient.Nodes(c.Next(t, "discover", membershipWithin))).To(Equal(slotAddresses(ns, "found", 3)))
+			g.Expect(nodeclient.Count(c.Do(t, "set 500 third"), "errors")).To(BeZero())
+			g.Expect(nodeclient.Count(c.Do(t, "get 500 third"), "hits")).To(Equal(500))
+			g.Expect(itemsPerSlot(t, k, key(), 3)[2]).To(BeNumerically(">", 50), "the new slot holds its share of the new keys")
+			return ctx
+		}).
+		Feature()
+	testenv.Test(t, f)
+}
+
+// slotAddresses are "host:port" of the first n slots of the Memcached
+// name, sorted as the client keeps them.
+func slotAddresses(ns, name string, n int) []string {
+	var out []string
+	for k := range n {
+		out = append(out, net.JoinHostPort(desired.SlotHost(name, ns, k), strconv.Itoa(int(desired.DefaultContainerPort))))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// servesSlots waits until every pod's discovery endpoint answers with the
+// first n slots, each with its pod's address.
+func servesSlots(t *testing.T, k client.Client, key client.ObjectKey, n int) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		want := map[string]string{}
+		for i := range n {
+			p := &corev1.Pod{}
+			g.Expect(k.Get(context.Background(), types.NamespacedName{Namespace: key.Namespace, Name: fmt.Sprintf("%s-%d", key.Name, i)}, p)).To(Succeed())
+			g.Expect(p.Status.PodIP).NotTo(BeEmpty())
+			want[desired.SlotHost(key.Name, key.Namespace, i)] = p.Status.PodIP
+		}
+		for _, ip := range want {
+			c := askCluster(g, net.JoinHostPort(ip, strconv.Itoa(int(desired.DiscoveryPort))))
+			got := map[string]string{}
+			for _, node := range c.Nodes {
+				got[node.Host] = node.IP
+			}
+			g.Expect(got).To(Equal(want), "the membership %s serves", ip)
+		}
+	}).WithTimeout(membershipWithin).WithPolling(time.Second).Should(Succeed())
+}
+
+// askCluster asks the discovery endpoint at addr for the membership.
+func askCluster(g Gomega, addr string) discovery.Cluster {
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer conn.Close()
+	g.Expect(conn.SetDeadline(time.Now().Add(5 * time.Second))).To(Succeed())
+	_, err = conn.Write([]byte("config get cluster\r\n"))
+	g.Expect(err).NotTo(HaveOccurred())
+	buf := make([]byte, 64<<10)
+	n := 0
+	for !strings.HasSuffix(string(buf[:n]), "END\r\n") {
+		m, err := conn.Read(buf[n:])
+		g.Expect(err).NotTo(HaveOccurred(), "after %q", buf[:n])
+		n += m
+	}
+	head, rest, _ := strings.Cut(string(buf[:n]), "\r\n")
+	g.Expect(head).To(HavePrefix("CONFIG cluster 0 "))
+	body, _, _ := strings.Cut(rest, "\r\nEND")
+	c, err := discovery.Parse([]byte(body))
+	g.Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// itemsPerSlot is memcached's curr_items of each of the first n slots.
+func itemsPerSlot(t *testing.T, k client.Client, key client.ObjectKey, n int) []int {
+	t.Helper()
+	g := NewWithT(t)
+	out := make([]int, n)
+	for i := range n {
+		p := &corev1.Pod{}
+		g.Expect(k.Get(context.Background(), types.NamespacedName{Namespace: key.Namespace, Name: fmt.Sprintf("%s-%d", key.Name, i)}, p)).To(Succeed())
+		stats, err := session{}.run(net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(desired.DefaultContainerPort))), "stats")
+		g.Expect(err).NotTo(HaveOccurred())
+		for line := range strings.SplitSeq(stats, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "STAT curr_items "); ok {
+				out[i], _ = strconv.Atoi(v)
+			}
+		}
+	}
+	return out
+}
+
+// realNodeIP is the real node's address, where the cluster's DNS (CoreDNS)
+// listens.
+func realNodeIP(t *testing.T, k client.Client) string {
+	t.Helper()
+	nodes := &corev1.NodeList{}
+	NewWithT(t).Expect(k.List(context.Background(), nodes, client.MatchingLabels{realNodeLabel: "true"})).To(Succeed())
+	NewWithT(t).Expect(nodes.Items).To(HaveLen(1))
+	for _, a := range nodes.Items[0].Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	t.Fatal("the real node has no InternalIP")
+	return ""
+}

@@ -1,0 +1,150 @@
+package desired
+
+import (
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/discovery"
+)
+
+const (
+	// DiscoveryContainerName is the container that serves the Memcached's
+	// membership in each pod (cmd/discovery), on DiscoveryPort, named
+	// DiscoveryPortName.
+	DiscoveryContainerName       = "discovery"
+	DiscoveryPortName            = "discovery"
+	DiscoveryPort          int32 = 11212
+	// MembershipKey is the key of the membership ConfigMap that holds the
+	// cluster's answer (discovery.Cluster.Body).
+	MembershipKey = "cluster"
+	// MembershipSuffix makes the membership ConfigMap's name from the
+	// Memcached's: "<name>-membership".
+	MembershipSuffix = "-membership"
+
+	membershipVolume = "membership"
+	membershipDir    = "/etc/memcached/membership"
+	discoveryCommand = "/discovery"
+	// The discovery container's resources: it reads a small file per
+	// request and otherwise sleeps.
+	discoveryCPURequest = "5m"
+	discoveryMemory     = "32Mi"
+	// discoveryUser is the operator image's user (distroless nonroot).
+	discoveryUser = 65532
+)
+
+// RunsDiscovery tells whether m's pods serve the discovery endpoint: with
+// the operator's image (images.Reloader).
+func RunsDiscovery(m *cachev1alpha1.Memcached, images Images) bool {
+	return images.Reloader != ""
+}
+
+// MembershipName is the name of the membership ConfigMap of the Memcached
+// name.
+func MembershipName(name string) string { return name + MembershipSuffix }
+
+// DiscoveryAddress is where a client's auto discovery finds m's
+// membership: any ready pod of m, through its headless Service, on
+// DiscoveryPort.
+func DiscoveryAddress(m *cachev1alpha1.Memcached) string {
+	return ServiceHost(m.Name, m.Namespace) + ":" + strconv.Itoa(int(DiscoveryPort))
+}
+
+// Membership is the cluster m's discovery endpoint serves: each of m's
+// slots in slot order, named by its stable DNS name (SlotHost), with the
+// address its pod has (ips, by pod name) or, while the pod restarts or is
+// replaced, the one the published membership lists for it, so that a
+// client keeps the slot's keys where they are; a slot whose pod never had
+// an address (a new one, on a scale-up) is left out until it has one. The
+// version is the published one's, and one more when the nodes differ.
+func Membership(m *cachev1alpha1.Memcached, ips map[string]string, published discovery.Cluster) discovery.Cluster {
+	last := map[string]string{}
+	for _, n := range published.Nodes {
+		last[n.Host] = n.IP
+	}
+	c := discovery.Cluster{Version: max(published.Version, 1)}
+	for k := range int(Replicas(m)) {
+		host := SlotHost(m.Name, m.Namespace, k)
+		ip := ips[m.Name+"-"+strconv.Itoa(k)]
+		if ip == "" {
+			ip = last[host]
+		}
+		if ip == "" {
+			continue
+		}
+		c.Nodes = append(c.Nodes, discovery.Node{Host: host, IP: ip, Port: port(m)})
+	}
+	if published.Version > 0 && !slices.Equal(c.Nodes, published.Nodes) {
+		c.Version = published.Version + 1
+	}
+	return c
+}
+
+// MembershipConfigMap is m's membership ConfigMap, holding c, which every
+// pod of m mounts for its discovery container.
+func MembershipConfigMap(m *cachev1alpha1.Memcached, c discovery.Cluster) *corev1ac.ConfigMapApplyConfiguration {
+	return corev1ac.ConfigMap(MembershipName(m.Name), m.Namespace).
+		WithLabels(Labels(m)).
+		WithOwnerReferences(ownerReference(m)).
+		WithData(map[string]string{MembershipKey: string(c.Body())})
+}
+
+// discoveryContainer serves m's membership on DiscoveryPort, from the
+// mounted membership ConfigMap, and hands data connections to memcached
+// over the pod's loopback. It makes no request to the apiserver. With TLS
+// it serves memcached's certificate from the served directory (the files
+// the reloader checked), asks clients what memcached asks, and reaches
+// memcached over TLS, presenting that certificate when memcached verifies
+// clients; with authentication it asks a login first, which memcached
+// judges.
+func discoveryContainer(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerApplyConfiguration {
+	args := []string{
+		"--listen=:" + strconv.Itoa(int(DiscoveryPort)),
+		"--membership=" + membershipDir + "/" + MembershipKey,
+		"--memcached-address=localhost:" + strconv.Itoa(int(port(m))),
+	}
+	if m.Spec.TLS != nil {
+		args = append(args, "--tls-dir="+servedDir)
+		if verifiesClients(m) {
+			args = append(args, "--client-certificate")
+		}
+	}
+	if m.Spec.Auth != nil {
+		args = append(args, "--auth")
+	}
+	c := corev1ac.Container().
+		WithName(DiscoveryContainerName).
+		WithImage(images.Reloader).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithCommand(discoveryCommand).
+		WithArgs(args...).
+		WithPorts(corev1ac.ContainerPort().
+			WithName(DiscoveryPortName).
+			WithContainerPort(DiscoveryPort).
+			WithProtocol(corev1.ProtocolTCP)).
+		WithResources(corev1ac.ResourceRequirements().
+			WithRequests(corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse(discoveryCPURequest),
+				corev1.ResourceMemory: resource.MustParse(discoveryMemory),
+			}).
+			WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(discoveryMemory)})).
+		WithSecurityContext(restricted(discoveryUser)).
+		WithVolumeMounts(mount(membershipVolume, membershipDir))
+	if m.Spec.TLS != nil {
+		// Read through the pod's fsGroup, as memcached reads them.
+		c.WithVolumeMounts(mount(servedVolume, servedDir))
+	}
+	return c
+}
+
+// membershipVolumeOf mounts m's membership ConfigMap; optional, so that
+// pods start before it is made.
+func membershipVolumeOf(m *cachev1alpha1.Memcached) *corev1ac.VolumeApplyConfiguration {
+	return corev1ac.Volume().WithName(membershipVolume).WithConfigMap(corev1ac.ConfigMapVolumeSource().
+		WithName(MembershipName(m.Name)).
+		WithOptional(true))
+}
