@@ -74,7 +74,7 @@ func TestAutoDiscoveryClientFollowsTheSlots(t *testing.T) {
 		}).
 		Assess("the client finds both slots, stores and reads", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g := NewWithT(t)
-			g.Expect(nodeclient.Nodes(c.Next(t, "discover", time.Minute))).To(Equal(slotAddresses(ns, "found", 2)))
+			c.Discovered(t, slotAddresses(ns, "found", 2), membershipWithin)
 			g.Expect(nodeclient.Count(c.Do(t, "set 500 first"), "errors")).To(BeZero())
 			g.Expect(nodeclient.Count(c.Do(t, "get 500 first"), "hits")).To(Equal(500))
 			for k, items := range itemsPerSlot(t, kube(t, cfg), key(), 2) {
@@ -111,7 +111,7 @@ func TestAutoDiscoveryClientFollowsTheSlots(t *testing.T) {
 			g.Expect(k.Get(ctx, key(), m)).To(Succeed())
 			g.Expect(k.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":3}}`)))).To(Succeed())
 			converged(t, k, key(), 3)
-			g.Expect(nodeclient.Nodes(c.Next(t, "discover", membershipWithin))).To(Equal(slotAddresses(ns, "found", 3)))
+			c.Discovered(t, slotAddresses(ns, "found", 3), membershipWithin)
 			g.Expect(nodeclient.Count(c.Do(t, "set 500 third"), "errors")).To(BeZero())
 			g.Expect(nodeclient.Count(c.Do(t, "get 500 third"), "hits")).To(Equal(500))
 			g.Expect(itemsPerSlot(t, k, key(), 3)[2]).To(BeNumerically(">", 50), "the new slot holds its share of the new keys")
@@ -161,19 +161,7 @@ func askCluster(g Gomega, addr string) discovery.Cluster {
 	g.Expect(err).NotTo(HaveOccurred())
 	defer conn.Close()
 	g.Expect(conn.SetDeadline(time.Now().Add(5 * time.Second))).To(Succeed())
-	_, err = conn.Write([]byte("config get cluster\r\n"))
-	g.Expect(err).NotTo(HaveOccurred())
-	buf := make([]byte, 64<<10)
-	n := 0
-	for !strings.HasSuffix(string(buf[:n]), "END\r\n") {
-		m, err := conn.Read(buf[n:])
-		g.Expect(err).NotTo(HaveOccurred(), "after %q", buf[:n])
-		n += m
-	}
-	head, rest, _ := strings.Cut(string(buf[:n]), "\r\n")
-	g.Expect(head).To(HavePrefix("CONFIG cluster 0 "))
-	body, _, _ := strings.Cut(rest, "\r\nEND")
-	c, err := discovery.Parse([]byte(body))
+	c, err := discovery.Ask(conn)
 	g.Expect(err).NotTo(HaveOccurred())
 	return c
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -133,6 +134,9 @@ func TestTheEndpointAnswersAsElastiCache(t *testing.T) {
 	want := fmt.Sprintf("CONFIG cluster 0 %d\r\n%s\r\nEND\r\n", len(body), body)
 	if got := exchange(t, conn, r, "config get cluster\r\n", end); got != want {
 		t.Errorf("config get cluster:\ngot  %q\nwant %q", got, want)
+	}
+	if got, err := discovery.Ask(conn); err != nil || !slices.Equal(got.Nodes, three.Nodes) || got.Version != three.Version {
+		t.Errorf("Ask: %+v, %v; want %+v", got, err, three)
 	}
 	// What clients ask a server older than 1.4.14.
 	wantOld := fmt.Sprintf("VALUE AmazonElastiCache:cluster 0 %d\r\n%s\r\nEND\r\n", len(body), body)

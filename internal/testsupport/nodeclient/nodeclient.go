@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,25 @@ func Start(t testing.TB, endpoint string, o Options) *Client {
 // t is the test that waits.
 func (c *Client) Next(t testing.TB, name string, timeout time.Duration) map[string]any {
 	t.Helper()
+	return c.next(t, name, timeout, nil, nil)
+}
+
+// Discovered waits within timeout for the client to discover exactly
+// nodes ("host:port", sorted), skipping the memberships it discovered
+// before (a pod's copy of the membership may lag the operator's, and the
+// client reports each one it takes).
+func (c *Client) Discovered(t testing.TB, nodes []string, timeout time.Duration) {
+	t.Helper()
+	var seen [][]string
+	c.next(t, "discover", timeout, func(e map[string]any) bool {
+		got := Nodes(e)
+		seen = append(seen, got)
+		return slices.Equal(got, nodes)
+	}, func() string { return fmt.Sprintf("the client discovered %v, never %v", seen, nodes) })
+}
+
+func (c *Client) next(t testing.TB, name string, timeout time.Duration, match func(map[string]any) bool, explain func() string) map[string]any {
+	t.Helper()
 	deadline := time.After(timeout)
 	for {
 		select {
@@ -84,10 +104,13 @@ func (c *Client) Next(t testing.TB, name string, timeout time.Duration) map[stri
 			if !ok {
 				t.Fatalf("the client exited before a %s event", name)
 			}
-			if e["event"] == name {
+			if e["event"] == name && (match == nil || match(e)) {
 				return e
 			}
 		case <-deadline:
+			if explain != nil {
+				t.Log(explain())
+			}
 			t.Fatalf("no %s event from the client within %s", name, timeout)
 		}
 	}
