@@ -3,93 +3,150 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/testsupport/localcluster"
 	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/discovery"
 )
 
-// discover keeps r's servers equal to the ready addresses of the
-// memcached port in the EndpointSlices of the Service ns/service, from a
-// watch: what a client of the headless Service does to follow its pods
-// (docs/benchmarks.md, "Finding the pods"). A pod stops being ready when
-// it starts terminating, so the client leaves it before memcached stops.
-func discover(ctx context.Context, cs kubernetes.Interface, ns, service string, r *ring) error {
-	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.LabelSelector = discoveryv1.LabelServiceName + "=" + service
-		}))
-	inf := f.Discovery().V1().EndpointSlices()
-	lister := inf.Lister()
-	update := func() {
-		list, err := lister.List(labels.Everything())
-		if err != nil {
-			return
+// discoverEvery is how often a client asks the discovery endpoint for
+// the membership: what the npm client memcached-elasticache is set to in
+// the e2e suite; ElastiCache's own clients ask every minute.
+const discoverEvery = time.Second
+
+// discover keeps r's servers equal to the membership the Memcached key's
+// discovery endpoint (its status.discovery.address) serves, asked every
+// discoverEvery as a client with auto discovery asks it
+// (docs/benchmarks-cache.md, "Finding the slots"): the endpoint's name
+// resolved by the cluster's DNS at dns, each server named in the ring by
+// its slot's host name and dialled at the address the membership gives.
+// It returns once r holds a first membership; a failed ask later keeps
+// the last one, as a client does, and is told on stderr.
+func discover(ctx context.Context, c client.Client, key client.ObjectKey, dns string, a access, r *ring) error {
+	var endpoint string
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		m := &cachev1alpha1.Memcached{}
+		if err := c.Get(ctx, key, m); err != nil {
+			return false, err
 		}
-		_ = r.set(readyAddresses(list))
-	}
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { update() },
-		UpdateFunc: func(any, any) { update() },
-		DeleteFunc: func(any) { update() },
+		if m.Status.Discovery != nil {
+			endpoint = m.Status.Discovery.Address
+		}
+		return endpoint != "", nil
 	}); err != nil {
-		return err
+		return fmt.Errorf("waiting for the discovery endpoint of %s: %w", key, err)
 	}
-	f.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
-		return fmt.Errorf("EndpointSlices of %s/%s not synced", ns, service)
+	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, net.JoinHostPort(dns, "53"))
+	}}
+	update := func(ctx context.Context) error {
+		cl, err := askEndpoint(ctx, resolver, endpoint, a)
+		if err != nil {
+			return err
+		}
+		members := make([]member, len(cl.Nodes))
+		for i, n := range cl.Nodes {
+			port := strconv.Itoa(int(n.Port))
+			members[i] = member{name: net.JoinHostPort(n.Host, port), addr: net.JoinHostPort(n.IP, port)}
+		}
+		return r.setMembers(members)
 	}
-	update()
+	var last error
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = update(ctx)
+		return last == nil, nil
+	}); err != nil {
+		return fmt.Errorf("asking %s for the membership: %w (%v)", endpoint, err, last)
+	}
+	go func() {
+		told := ""
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(discoverEvery):
+			}
+			err := update(ctx)
+			if err != nil && ctx.Err() == nil && err.Error() != told {
+				fmt.Fprintf(os.Stderr, "   discovery endpoint %s: %v; keeping the last membership\n", endpoint, err)
+			}
+			if err == nil {
+				told = ""
+			} else {
+				told = err.Error()
+			}
+		}
+	}()
 	return nil
 }
 
-// readyAddresses are host:port of each ready endpoint's memcached port.
-func readyAddresses(list []*discoveryv1.EndpointSlice) []string {
-	var out []string
-	for _, s := range list {
-		var port int32
-		for _, p := range s.Ports {
-			if p.Name != nil && *p.Name == desired.PortName && p.Port != nil {
-				port = *p.Port
-			}
-		}
-		if port == 0 {
+// askEndpoint resolves the endpoint's name as a pod of the cluster does
+// (the names of its search path end in the cluster's domain, cluster.local
+// here), and asks its addresses in turn until one answers.
+func askEndpoint(ctx context.Context, resolver *net.Resolver, endpoint string, a access) (discovery.Cluster, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	host, port, err := net.SplitHostPort(endpoint)
+	if err != nil {
+		return discovery.Cluster{}, err
+	}
+	ips, err := resolver.LookupHost(ctx, host+".cluster.local")
+	if err != nil {
+		return discovery.Cluster{}, err
+	}
+	err = fmt.Errorf("%s has no address", host)
+	for _, ip := range ips {
+		var conn net.Conn
+		if conn, err = a.dial(ctx, "tcp", net.JoinHostPort(ip, port)); err != nil {
 			continue
 		}
-		for _, e := range s.Endpoints {
-			if e.Conditions.Ready != nil && !*e.Conditions.Ready {
-				continue
-			}
-			for _, a := range e.Addresses {
-				out = append(out, net.JoinHostPort(a, strconv.Itoa(int(port))))
-			}
+		dl, _ := ctx.Deadline()
+		_ = conn.SetDeadline(dl)
+		c, askErr := discovery.Ask(conn)
+		conn.Close()
+		if err = askErr; err == nil {
+			return c, nil
 		}
 	}
-	return out
+	return discovery.Cluster{}, err
+}
+
+// realNodeIP is the real node's address, where the cluster's DNS (CoreDNS)
+// answers.
+func realNodeIP(ctx context.Context, c client.Client) (string, error) {
+	n := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: localcluster.RealNodeName}, n); err != nil {
+		return "", err
+	}
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address, nil
+		}
+	}
+	return "", fmt.Errorf("node %s has no InternalIP", n.Name)
 }
 
 // converged waits until the Memcached key has rolled out size pods of its
 // current template, no other pod is left (terminating ones included), and
-// the ring r, if any, holds exactly their addresses.
+// the ring r, if any, holds exactly their addresses, each named by its
+// pod's slot.
 func converged(ctx context.Context, c client.Client, key client.ObjectKey, size int32, r *ring) error {
 	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		m := &cachev1alpha1.Memcached{}
@@ -115,14 +172,19 @@ func converged(ctx context.Context, c client.Client, key client.ObjectKey, size 
 		if r == nil {
 			return true, nil
 		}
-		var ips []string
+		port := strconv.Itoa(int(*m.Spec.ContainerPort))
+		want := map[string]string{}
 		for _, p := range pods {
 			if p.DeletionTimestamp != nil {
 				return false, nil
 			}
-			ips = append(ips, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(*m.Spec.ContainerPort))))
+			k, err := strconv.Atoi(strings.TrimPrefix(p.Name, m.Name+"-"))
+			if err != nil {
+				return false, fmt.Errorf("pod %s is not in a slot of %s", p.Name, m.Name)
+			}
+			want[net.JoinHostPort(desired.SlotHost(m.Name, m.Namespace, k), port)] = net.JoinHostPort(p.Status.PodIP, port)
 		}
-		return slices.Equal(slices.Sorted(slices.Values(ips)), r.list()), nil
+		return maps.Equal(want, r.byName()), nil
 	})
 }
 

@@ -53,7 +53,11 @@ func goalsOf(rows []measured, ops []operation) []goal {
 		latency.measure = fmt.Sprintf("%s against %s: %.2fx", micro(defaults.percentile(99)), micro(time.Duration(p99)), float64(defaults.percentile(99))/p99)
 	}
 
-	errs := goal{name: "no client-visible error, in any throughput row or operation", checked: len(rows)+len(ops) > 0, met: true}
+	// A slot whose pod is replaced or removed stays in the membership
+	// until its new pod has an address, or until the membership without
+	// it reaches the client (docs/discovery.md): its keys' gets fail
+	// meanwhile. Any other error is one a client should never see.
+	errs := goal{name: "no client-visible error in a throughput row, nor on a slot whose pod stays through an operation", checked: len(rows)+len(ops) > 0, met: true}
 	var failing []string
 	for _, r := range rows {
 		if r.errors > 0 {
@@ -61,8 +65,8 @@ func goalsOf(rows []measured, ops []operation) []goal {
 		}
 	}
 	for _, o := range ops {
-		if o.errors > 0 {
-			failing = append(failing, fmt.Sprintf("%s: %d", o.name, o.errors))
+		if o.errorsStayed > 0 {
+			failing = append(failing, fmt.Sprintf("%s: %d", o.name, o.errorsStayed))
 		}
 	}
 	if len(failing) > 0 {
@@ -71,22 +75,18 @@ func goalsOf(rows []measured, ops []operation) []goal {
 		errs.measure = "0"
 	}
 
-	inPlace := goal{name: "an operation that leaves the pods as they were keeps every key and reads no stale value", met: true}
-	var lost []string
+	inPlace := goal{name: "an operation keeps every key whose slot stays, with the same pod", checked: len(ops) > 0, met: true}
+	var lost, kept []string
 	for _, o := range ops {
-		if o.replaced > 0 || o.podsAfter != o.pods {
-			// A pod added or gone moves keys, as the hash ring does.
-			continue
-		}
-		inPlace.checked = true
-		if o.kept != o.keys { // a stale value is a key not kept
-			lost = append(lost, fmt.Sprintf("%s: %d of %d kept, %d stale", o.name, o.kept, o.keys, o.stale))
+		kept = append(kept, fmt.Sprintf("%d", o.inPlace))
+		if o.kept != o.inPlace { // a stale value is a key not kept
+			lost = append(lost, fmt.Sprintf("%s: %d of %d kept, %d stale", o.name, o.kept, o.inPlace, o.stale))
 		}
 	}
 	if len(lost) > 0 {
 		inPlace.met, inPlace.measure = false, strings.Join(lost, "; ")
 	} else if inPlace.checked {
-		inPlace.measure = "every key, none stale"
+		inPlace.measure = "every one: " + strings.Join(kept, ", ") + " (the operations in order)"
 	}
 	return []goal{throughput, latency, errs, inPlace}
 }

@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +27,7 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/testsupport/repo"
 	"github.com/example/memcached-operator/internal/testsupport/testcerts"
+	"github.com/example/memcached-operator/pkg/desired"
 )
 
 // operation is what a client kept through one thing the operator does to
@@ -38,8 +42,15 @@ type operation struct {
 	// operation (a key that had moved to another pod and is read from
 	// its old one again).
 	kept, stale, keys int
-	// reads, misses and errors of the client's gets during the operation.
+	// inPlace of keys are those whose slot is the same before and after
+	// the operation, with the same pod: the keys an operation must keep.
+	inPlace int
+	// reads, misses and errors of the client's gets during the operation;
+	// errorsStayed of errors are those of slots whose pod stayed, and
+	// errorsFor the time from the first error to the last.
 	reads, misses, errors int64
+	errorsStayed          int64
+	errorsFor             time.Duration
 	firstError            string
 	replaced, pods        int // pods replaced, of pods before
 	podsAfter             int
@@ -78,16 +89,16 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 	if err != nil {
 		return nil, err
 	}
+	a := access{user: "bench", pass: "first-password",
+		tls: &tls.Config{RootCAs: ca.Pool(), ServerName: testcerts.ServiceHosts(namespace, opsName)[0], MinVersion: tls.VersionTLS12}}
 	dctx, stop := context.WithCancel(ctx)
 	defer stop()
-	if err := discover(dctx, e.cs, namespace, opsName, r); err != nil {
+	if err := discover(dctx, e.c, key, e.dns, a, r); err != nil {
 		return nil, err
 	}
 	if err := converged(ctx, e.c, key, 3, r); err != nil {
 		return nil, err
 	}
-	a := access{user: "bench", pass: "first-password",
-		tls: &tls.Config{RootCAs: ca.Pool(), ServerName: testcerts.ServiceHosts(namespace, opsName)[0], MinVersion: tls.VersionTLS12}}
 	c := newClient(r, a, e.cfg.load.concurrency)
 	defer c.Close()
 
@@ -113,19 +124,34 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 		}
 	}
 	var renewed []byte // the new certificate's DER
+	var deleted *corev1.Pod
 	steps := []struct {
 		name    string
 		size    int32
 		rolls   bool         // the StatefulSet changes
+		long    bool         // left out of a short run
 		settled func() error // when it does not: the operation's end
 		do      func() error
 	}{
-		{"scale 3 → 4", 4, true, nil, func() error { return patch(memcached(), `{"spec":{"size":4}}`) }},
-		{"scale 4 → 3", 3, true, nil, func() error { return patch(memcached(), `{"spec":{"size":3}}`) }},
-		{"image rollout (the same memcached under another image name)", 3, true, nil, func() error {
+		{"scale 3 → 4", 4, true, false, nil, func() error { return patch(memcached(), `{"spec":{"size":4}}`) }},
+		{"scale 4 → 3", 3, true, false, nil, func() error { return patch(memcached(), `{"spec":{"size":3}}`) }},
+		{"a pod deleted (its slot's pod replaced)", 3, false, false, func() error {
+			return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+				p := &corev1.Pod{}
+				err := e.c.Get(ctx, client.ObjectKeyFromObject(deleted), p)
+				return err == nil && p.UID != deleted.UID, nil
+			})
+		}, func() error {
+			deleted = &corev1.Pod{}
+			if err := e.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: opsName + "-1"}, deleted); err != nil {
+				return err
+			}
+			return e.c.Delete(ctx, deleted)
+		}},
+		{"image rollout (the same memcached under another image name)", 3, true, false, nil, func() error {
 			return patch(memcached(), `{"spec":{"image":"`+repo.Version("LOCAL_MEMCACHED_IMAGE_MINOR")+`"}}`)
 		}},
-		{"certificate rotation (a new certificate from the same CA)", 3, false, served(func(addr string) bool {
+		{"certificate rotation (a new certificate from the same CA)", 3, false, true, served(func(addr string) bool {
 			conn, err := a.dial(ctx, "tcp", addr)
 			if err != nil {
 				return false
@@ -144,7 +170,7 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 			renewed = kp.Certificate[0]
 			return e.c.Update(ctx, ca.Secret(namespace, "ops-tls", p))
 		}},
-		{"authentication-file rotation (a second user added)", 3, false, served(func(addr string) bool {
+		{"authentication-file rotation (a second user added)", 3, false, true, served(func(addr string) bool {
 			next := a
 			next.user, next.pass = "next", "second-password"
 			conn, err := next.dial(ctx, "tcp", addr)
@@ -156,7 +182,7 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ops-auth"}}
 			return patch(s, `{"stringData":{"authfile":"bench:first-password\nnext:second-password\n"}}`)
 		}},
-		{"operator upgrade that changes no pod setting (a new operator process of this build)", 3, false, nil, func() error {
+		{"operator upgrade that changes no pod setting (a new operator process of this build)", 3, false, false, nil, func() error {
 			if err := e.operator.Stop(); err != nil {
 				return err
 			}
@@ -165,7 +191,7 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 	}
 	var out []operation
 	for round, s := range steps {
-		if e.cfg.short && s.settled != nil {
+		if e.cfg.short && s.long {
 			// A Secret rotation: the e2e suite's
 			// TestSecretRotationKeepsServing reads through them; each
 			// waits a minute for the kubelet.
@@ -188,7 +214,8 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 			return out, err
 		}
 		op.pods = len(before)
-		reading := startReading(ctx, c, e.cfg.opKeys)
+		slotsBefore := r.names(e.cfg.opKeys)
+		reading := startReading(ctx, r, a, e.cfg.opKeys)
 		start := time.Now()
 		if err := s.do(); err != nil {
 			reading.stop()
@@ -215,17 +242,24 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", s.name, err)
 		}
-		op.reads, op.misses, op.errors, op.firstError = reading.reads.Load(), reading.misses.Load(), reading.errors.Load(), reading.first()
 		after, err := podsOf(ctx, e.c, mc)
 		if err != nil {
 			return out, err
 		}
 		op.replaced, op.podsAfter = replaced(before, after), len(after)
+		stayed := stayedSlots(mc, before, after)
+		op.reads, op.misses, op.firstError = reading.reads.Load(), reading.misses.Load(), reading.first()
+		op.errors, op.errorsStayed, op.errorsFor = reading.errorsOn(stayed)
+		for i, name := range r.names(e.cfg.opKeys) {
+			if name == slotsBefore[i] && stayed[name] {
+				op.inPlace++
+			}
+		}
 		if op.kept, op.stale, err = kept(ctx, c, e.cfg.opKeys, round); err != nil {
 			return out, fmt.Errorf("%s: reading the keys: %w", s.name, err)
 		}
-		fmt.Fprintf(os.Stderr, "   kept %d of %d keys (%d stale), %d errors in %d reads, %d of %d pods replaced, %s\n",
-			op.kept, op.keys, op.stale, op.errors, op.reads, op.replaced, op.pods, op.took.Round(time.Second))
+		fmt.Fprintf(os.Stderr, "   kept %d of %d keys (%d in place, %d stale), %d errors in %d reads (%d on slots that stayed), %d of %d pods replaced, %s\n",
+			op.kept, op.keys, op.inPlace, op.stale, op.errors, op.reads, op.errorsStayed, op.replaced, op.pods, op.took.Round(time.Second))
 		out = append(out, op)
 	}
 	return out, nil
@@ -244,6 +278,24 @@ func replaced(before, after []corev1.Pod) int {
 		}
 	}
 	return n
+}
+
+// stayedSlots are the ring names of m's slots whose pod is the same
+// before and after an operation.
+func stayedSlots(m *cachev1alpha1.Memcached, before, after []corev1.Pod) map[string]bool {
+	then := map[string]types.UID{}
+	for _, p := range before {
+		then[p.Name] = p.UID
+	}
+	out := map[string]bool{}
+	port := strconv.Itoa(int(ptr.Deref(m.Spec.ContainerPort, desired.DefaultContainerPort)))
+	for _, p := range after {
+		k, err := strconv.Atoi(strings.TrimPrefix(p.Name, m.Name+"-"))
+		if err == nil && then[p.Name] == p.UID {
+			out[net.JoinHostPort(desired.SlotHost(m.Name, m.Namespace, k), port)] = true
+		}
+	}
+	return out
 }
 
 // kept reads every one of keys keys once and counts those found with
@@ -282,11 +334,14 @@ func kept(ctx context.Context, c *memcache.Client, keys, round int) (current, st
 // reader is a client reading random keys at a steady rate while an
 // operation runs, as an application would: it counts misses and errors.
 type reader struct {
-	reads, misses, errors atomic.Int64
-	mu                    sync.Mutex
-	firstError            string
-	done                  chan struct{}
-	wg                    sync.WaitGroup
+	reads, misses atomic.Int64
+	mu            sync.Mutex
+	// errors are by the name of the server the key's get went to.
+	errors          map[string]int64
+	firstError      string
+	firstAt, lastAt time.Time
+	done            chan struct{}
+	wg              sync.WaitGroup
 }
 
 // readers and readInterval set the reading rate: 4 goroutines, each at
@@ -297,10 +352,29 @@ const (
 	readInterval = 2 * time.Millisecond
 )
 
-func startReading(ctx context.Context, c *memcache.Client, keys int) *reader {
-	r := &reader{done: make(chan struct{})}
+// picked is a goroutine's selector over a ring: it remembers the name of
+// the server its last get went to, so that an error is told to the slot
+// it came from even when the ring changes meanwhile.
+type picked struct {
+	*ring
+	last string
+}
+
+func (p *picked) PickServer(key string) (net.Addr, error) {
+	name, a, err := p.pick(key)
+	p.last = name
+	return a, err
+}
+
+// startReading reads keys through servers as a, each goroutine with a
+// client of its own.
+func startReading(ctx context.Context, servers *ring, a access, keys int) *reader {
+	r := &reader{done: make(chan struct{}), errors: map[string]int64{}}
 	for g := range readers {
+		sel := &picked{ring: servers}
+		c := newClient(sel, a, 1)
 		r.wg.Go(func() {
+			defer c.Close()
 			rng := rand.New(rand.NewPCG(uint64(g), 2))
 			tick := time.NewTicker(readInterval)
 			defer tick.Stop()
@@ -312,18 +386,21 @@ func startReading(ctx context.Context, c *memcache.Client, keys int) *reader {
 					return
 				case <-tick.C:
 				}
-				_, err := c.Get(keyOf(rng.IntN(keys)))
+				key := keyOf(rng.IntN(keys))
+				_, err := c.Get(key)
 				r.reads.Add(1)
 				switch {
 				case err == nil:
 				case errors.Is(err, memcache.ErrCacheMiss):
 					r.misses.Add(1)
 				default:
-					r.errors.Add(1)
+					now := time.Now()
 					r.mu.Lock()
+					r.errors[sel.last]++
 					if r.firstError == "" {
-						r.firstError = err.Error()
+						r.firstError, r.firstAt = err.Error(), now
 					}
+					r.lastAt = now
 					r.mu.Unlock()
 				}
 			}
@@ -335,6 +412,20 @@ func startReading(ctx context.Context, c *memcache.Client, keys int) *reader {
 func (r *reader) stop() {
 	close(r.done)
 	r.wg.Wait()
+}
+
+// errorsOn is how many errors the reads saw, how many of them on the
+// servers stayed names, and the time from the first to the last.
+func (r *reader) errorsOn(stayed map[string]bool) (all, onStayed int64, span time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, n := range r.errors {
+		all += n
+		if stayed[name] {
+			onStayed += n
+		}
+	}
+	return all, onStayed, r.lastAt.Sub(r.firstAt)
 }
 
 func (r *reader) first() string {

@@ -2,8 +2,15 @@ package main
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 )
 
 // kept tells a value stored in this round from one an earlier round left
@@ -78,5 +85,21 @@ func TestKeptCountsStaleValuesOfKeysThatMovedBack(t *testing.T) {
 	// A round that was never stored is read as no key's current value.
 	if current, _, err = kept(ctx, throughTwo, keys, 2); err != nil || current != 0 {
 		t.Errorf("round 2, never stored: %d current (%v), want 0", current, err)
+	}
+}
+
+// A slot stays through an operation when its pod is the same one after
+// it: not a pod replaced in the slot (a new UID), nor one removed.
+func TestStayedSlotsAreThoseThatKeptTheirPod(t *testing.T) {
+	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ops"}}
+	pod := func(name, uid string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid)}}
+	}
+	before := []corev1.Pod{pod("ops-0", "a"), pod("ops-1", "b"), pod("ops-2", "c"), pod("ops-3", "d")}
+	after := []corev1.Pod{pod("ops-0", "a"), pod("ops-1", "b2"), pod("ops-2", "c")}
+	got := stayedSlots(m, before, after)
+	want := map[string]bool{"ops-0.ops.ns.svc:11211": true, "ops-2.ops.ns.svc:11211": true}
+	if !maps.Equal(got, want) {
+		t.Fatalf("stayed %v, want %v", got, want)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"net"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/bradfitz/gomemcache/memcache"
@@ -18,26 +19,44 @@ import (
 // ring from github.com/serialx/hashring was tried first: over ten sets of
 // four pod addresses 10.244.0.x, adding the fourth moved between 0.7% and
 // 53% of 30,000 keys instead of about 25%.)
+//
+// A server is hashed by its name, dialled at its address: a client of a
+// Memcached's discovery endpoint names each server by its slot's stable
+// host name, so that a pod replaced in its slot (a new address) takes the
+// keys its slot had, and no other key moves.
 type ring struct {
 	mu      sync.RWMutex
-	servers []string
+	members []member // sorted by name
 	addrs   []net.Addr
 }
 
+// member is a server of a ring: the name its keys are hashed with, and
+// the address (host:port) it is dialled at.
+type member struct{ name, addr string }
+
 var _ memcache.ServerSelector = (*ring)(nil)
 
-// newRing is a ring of servers, host:port each.
+// newRing is a ring of servers, host:port each, named by their addresses.
 func newRing(servers ...string) (*ring, error) {
 	r := &ring{}
 	return r, r.set(servers)
 }
 
-// set replaces the servers; it does nothing when they are the same.
+// set replaces the servers with servers named by their addresses.
 func (r *ring) set(servers []string) error {
-	servers = slices.Sorted(slices.Values(servers))
-	addrs := make([]net.Addr, len(servers))
+	members := make([]member, len(servers))
 	for i, s := range servers {
-		a, err := net.ResolveTCPAddr("tcp", s)
+		members[i] = member{name: s, addr: s}
+	}
+	return r.setMembers(members)
+}
+
+// setMembers replaces the servers; it does nothing when they are the same.
+func (r *ring) setMembers(members []member) error {
+	members = slices.SortedFunc(slices.Values(members), func(a, b member) int { return strings.Compare(a.name, b.name) })
+	addrs := make([]net.Addr, len(members))
+	for i, m := range members {
+		a, err := net.ResolveTCPAddr("tcp", m.addr)
 		if err != nil {
 			return err
 		}
@@ -45,35 +64,66 @@ func (r *ring) set(servers []string) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if slices.Equal(r.servers, servers) {
+	if slices.Equal(r.members, members) {
 		return nil
 	}
-	r.servers, r.addrs = servers, addrs
+	r.members, r.addrs = members, addrs
 	return nil
 }
 
-// list is the servers now, sorted.
+// list is the servers' addresses now, sorted.
 func (r *ring) list() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return slices.Clone(r.servers)
+	out := make([]string, len(r.members))
+	for i, m := range r.members {
+		out[i] = m.addr
+	}
+	slices.Sort(out)
+	return out
+}
+
+// byName is the servers' addresses by their names.
+func (r *ring) byName() map[string]string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make(map[string]string, len(r.members))
+	for _, m := range r.members {
+		out[m.name] = m.addr
+	}
+	return out
 }
 
 // PickServer is the server of key: the one with the highest hash of
-// server and key.
+// server name and key.
 func (r *ring) PickServer(key string) (net.Addr, error) {
+	_, a, err := r.pick(key)
+	return a, err
+}
+
+// pick is the name and the address of key's server.
+func (r *ring) pick(key string) (string, net.Addr, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if len(r.servers) == 0 {
-		return nil, memcache.ErrNoServers
+	if len(r.members) == 0 {
+		return "", nil, memcache.ErrNoServers
 	}
 	best, bestHash := 0, uint64(0)
-	for i, s := range r.servers {
-		if h := xxhash.Sum64String(s + "\x00" + key); i == 0 || h > bestHash {
+	for i, m := range r.members {
+		if h := xxhash.Sum64String(m.name + "\x00" + key); i == 0 || h > bestHash {
 			best, bestHash = i, h
 		}
 	}
-	return r.addrs[best], nil
+	return r.members[best].name, r.addrs[best], nil
+}
+
+// names are the names of the servers of keys keyOf(0..n-1).
+func (r *ring) names(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i], _, _ = r.pick(keyOf(i))
+	}
+	return out
 }
 
 // Each calls f with each server.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -52,6 +53,51 @@ func TestRingMovesOnlyTheNewServersShare(t *testing.T) {
 			t.Fatalf("adding %s to %v kept %.3f of the keys, want about 3/4", added, three, share)
 		}
 	}
+}
+
+// A server named by its slot keeps its keys when its pod is replaced at a
+// new address: the ring hashes the name, not the address.
+func TestRingKeepsASlotsKeysAtItsNewAddress(t *testing.T) {
+	slots := []member{
+		{"cache-0.cache.ns.svc:11211", "10.244.0.5:11211"},
+		{"cache-1.cache.ns.svc:11211", "10.244.0.6:11211"},
+		{"cache-2.cache.ns.svc:11211", "10.244.0.7:11211"},
+	}
+	r := &ring{}
+	if err := r.setMembers(slots); err != nil {
+		t.Fatal(err)
+	}
+	const keys = 20000
+	before := make([]int, keys)
+	for i := range before {
+		before[i] = slotOf(t, r, slots, key(i))
+	}
+	replaced := slices.Clone(slots)
+	replaced[1].addr = "10.244.0.9:11211"
+	if err := r.setMembers(replaced); err != nil {
+		t.Fatal(err)
+	}
+	for i := range before {
+		if got := slotOf(t, r, replaced, key(i)); got != before[i] {
+			t.Fatalf("key %d moved from slot %d to slot %d when slot 1's pod was replaced", i, before[i], got)
+		}
+	}
+}
+
+// slotOf is the index in slots of the server r picks for key.
+func slotOf(t *testing.T, r *ring, slots []member, key string) int {
+	t.Helper()
+	a, err := r.PickServer(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range slots {
+		if m.addr == a.String() {
+			return i
+		}
+	}
+	t.Fatalf("%s picked %s, not a slot's address", key, a)
+	return -1
 }
 
 func TestRingWithoutServers(t *testing.T) {

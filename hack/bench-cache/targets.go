@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,10 +33,11 @@ const namespace = "bench-cache"
 
 // env is the run's cluster, its clients and the operator.
 type env struct {
-	cfg      config
-	cluster  *localcluster.Cluster
-	c        client.Client
-	cs       kubernetes.Interface
+	cfg     config
+	cluster *localcluster.Cluster
+	c       client.Client
+	// dns is the cluster's DNS server, on the real node.
+	dns      string
 	operator *hostoperator.Process
 	started  time.Time
 }
@@ -112,9 +112,6 @@ func (e *env) setUp(ctx context.Context) error {
 	if e.c, err = client.New(rc, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
-	if e.cs, err = kubernetes.NewForConfig(rc); err != nil {
-		return err
-	}
 	if out, err := repo.Kubectl(ctx, e.cluster.Kubeconfig, nil, "apply", "--server-side", "-f", repo.Path("manifests", "crd", "bases")); err != nil {
 		return fmt.Errorf("installing the CRD: %w: %s", err, out)
 	}
@@ -122,6 +119,9 @@ func (e *env) setUp(ctx context.Context) error {
 		return fmt.Errorf("waiting for the CRD: %w", err)
 	}
 	if err := e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		return err
+	}
+	if e.dns, err = realNodeIP(ctx, e.c); err != nil {
 		return err
 	}
 	return e.startOperator(ctx)
@@ -172,7 +172,7 @@ func (e *env) throughput(ctx context.Context) ([]measured, error) {
 			Monitoring: &cachev1alpha1.MonitoringSpec{Enabled: true}}, scrape: true},
 		{name: "(d) with TLS", spec: &cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1),
 			TLS: &cachev1alpha1.TLSSpec{SecretName: "tls-cert"}}, access: tlsAccess},
-		{name: "(e) size 3, through the Service's addresses", spec: &cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)}},
+		{name: "(e) size 3, through the discovery endpoint", spec: &cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)}},
 		{name: "(a) memcached on the host, again"},
 	}
 	if e.cfg.short {
@@ -227,7 +227,7 @@ func (e *env) measure(ctx context.Context, t target) (measured, error) {
 		}()
 		dctx, stop := context.WithCancel(ctx)
 		defer stop()
-		if err := discover(dctx, e.cs, namespace, name, r); err != nil {
+		if err := discover(dctx, e.c, client.ObjectKeyFromObject(mc), e.dns, t.access, r); err != nil {
 			return m, err
 		}
 		if err := converged(ctx, e.c, client.ObjectKeyFromObject(mc), *t.spec.Size, r); err != nil {
