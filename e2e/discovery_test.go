@@ -117,8 +117,81 @@ func TestAutoDiscoveryClientFollowsTheSlots(t *testing.T) {
 			g.Expect(itemsPerSlot(t, k, key(), 3)[2]).To(BeNumerically(">", 50), "the new slot holds its share of the new keys")
 			return ctx
 		}).
+		Assess("with the operator stopped and a pod deleted, the endpoint still answers with every slot", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if operator == nil {
+				t.Skip("the operator runs in the cluster: this step stops it as a host process")
+			}
+			g, k := NewWithT(t), kube(t, cfg)
+			m := &cachev1alpha1.Memcached{}
+			g.Expect(k.Get(ctx, key(), m)).To(Succeed())
+			operator.Kill()
+			restarted := false
+			restart := func() {
+				if !restarted {
+					restarted = true
+					op, err := runOperator(cfg)
+					NewWithT(t).Expect(err).NotTo(HaveOccurred())
+					operator = op
+				}
+			}
+			defer restart()
+			old := &corev1.Pod{}
+			g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: "found-0"}, old)).To(Succeed())
+			g.Expect(k.Delete(ctx, old)).To(Succeed())
+			// For 20 s from the deletion, as a client resolving the
+			// endpoint's name and asking each address: some address
+			// answers every time, and every answer lists the three slots.
+			want := slotAddresses(ns, "found", 3)
+			for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+				answers := askEveryAddress(t, dnsServer, m.Status.Discovery.Address)
+				g.Expect(answers).NotTo(BeEmpty(), "no address of %s answered", m.Status.Discovery.Address)
+				for _, c := range answers {
+					var got []string
+					for _, n := range c.Nodes {
+						got = append(got, net.JoinHostPort(n.Host, strconv.Itoa(int(n.Port))))
+					}
+					g.Expect(got).To(Equal(want))
+				}
+			}
+			// Back, the operator publishes the new pod's address.
+			restart()
+			converged(t, k, key(), 3)
+			servesSlots(t, k, key(), 3)
+			return ctx
+		}).
 		Feature()
 	testenv.Test(t, f)
+}
+
+// askEveryAddress resolves the endpoint's name with the cluster's DNS at
+// dnsServer, as a pod does, and asks each of its addresses for the
+// membership; it returns the answers of those that answered.
+func askEveryAddress(t *testing.T, dnsServer, endpoint string) []discovery.Cluster {
+	t.Helper()
+	host, port, err := net.SplitHostPort(endpoint)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, net.JoinHostPort(dnsServer, "53"))
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ips, err := resolver.LookupHost(ctx, host+".cluster.local")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	var out []discovery.Cluster
+	for _, ip := range ips {
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(ip, port), 2*time.Second)
+		if err != nil {
+			continue
+		}
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		c, err := discovery.Ask(conn)
+		conn.Close()
+		if err == nil {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // slotAddresses are "host:port" of the first n slots of the Memcached
