@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/testsupport/clusterdns"
 	"github.com/example/memcached-operator/internal/testsupport/nodeclient"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/discovery"
@@ -170,13 +171,9 @@ func askEveryAddress(t *testing.T, dnsServer, endpoint string) []discovery.Clust
 	t.Helper()
 	host, port, err := net.SplitHostPort(endpoint)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, net.JoinHostPort(dnsServer, "53"))
-	}}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ips, err := resolver.LookupHost(ctx, host+".cluster.local")
+	ips, err := clusterdns.Lookup(ctx, dnsServer, host)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	var out []discovery.Cluster
 	for _, ip := range ips {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/testsupport/clusterdns"
 	"github.com/example/memcached-operator/internal/testsupport/localcluster"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/discovery"
@@ -52,12 +53,8 @@ func discover(ctx context.Context, c client.Client, key client.ObjectKey, dns st
 	}); err != nil {
 		return fmt.Errorf("waiting for the discovery endpoint of %s: %w", key, err)
 	}
-	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, net.JoinHostPort(dns, "53"))
-	}}
 	update := func(ctx context.Context) error {
-		cl, err := askEndpoint(ctx, resolver, endpoint, a)
+		cl, err := askEndpoint(ctx, dns, endpoint, a)
 		if err != nil {
 			return err
 		}
@@ -97,17 +94,17 @@ func discover(ctx context.Context, c client.Client, key client.ObjectKey, dns st
 	return nil
 }
 
-// askEndpoint resolves the endpoint's name as a pod of the cluster does
-// (the names of its search path end in the cluster's domain, cluster.local
-// here), and asks its addresses in turn until one answers.
-func askEndpoint(ctx context.Context, resolver *net.Resolver, endpoint string, a access) (discovery.Cluster, error) {
+// askEndpoint resolves the endpoint's name with the cluster's DNS at dns,
+// as a pod of the cluster does, and asks its addresses in turn until one
+// answers.
+func askEndpoint(ctx context.Context, dns, endpoint string, a access) (discovery.Cluster, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	host, port, err := net.SplitHostPort(endpoint)
 	if err != nil {
 		return discovery.Cluster{}, err
 	}
-	ips, err := resolver.LookupHost(ctx, host+".cluster.local")
+	ips, err := clusterdns.Lookup(ctx, dns, host)
 	if err != nil {
 		return discovery.Cluster{}, err
 	}
