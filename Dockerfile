@@ -1,7 +1,9 @@
 # Builds the operator image: static binaries on a distroless, non-root base.
 # /manager is the operator; /reloader runs beside memcached in the pods of a
 # Memcached with TLS or authentication (cmd/reloader); /discovery serves the
-# Memcached's membership beside memcached (cmd/discovery).
+# Memcached's membership beside memcached (cmd/discovery); /warm runs memcached
+# in its container so that a restart keeps the cache (cmd/warm), copied there
+# by the pods' init container.
 FROM golang:1.27 AS builder
 WORKDIR /workspace
 # Modules first, so that this layer is cached across source changes.
@@ -13,10 +15,11 @@ COPY cmd/ cmd/
 COPY pkg/ pkg/
 RUN CGO_ENABLED=0 go build -trimpath -o manager ./cmd && \
     CGO_ENABLED=0 go build -trimpath -o reloader ./cmd/reloader && \
-    CGO_ENABLED=0 go build -trimpath -o discovery ./cmd/discovery
+    CGO_ENABLED=0 go build -trimpath -o discovery ./cmd/discovery && \
+    CGO_ENABLED=0 go build -trimpath -o warm ./cmd/warm
 
 FROM gcr.io/distroless/static:nonroot
 WORKDIR /
-COPY --from=builder /workspace/manager /workspace/reloader /workspace/discovery ./
+COPY --from=builder /workspace/manager /workspace/reloader /workspace/discovery /workspace/warm ./
 USER 65532:65532
 ENTRYPOINT ["/manager"]

@@ -73,7 +73,7 @@ func parseSettings(args []string, getenv func(string) string) (settings, error) 
 	fs.StringVar(&s.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
 	fs.StringVar(&s.defaultImage, "memcached-image", imageDefault(getenv, "MEMCACHED_IMAGE", desired.DefaultImage), "Memcached image for Memcacheds without spec.image (default: $MEMCACHED_IMAGE, else "+desired.DefaultImage+").")
 	fs.StringVar(&s.exporterImage, "exporter-image", imageDefault(getenv, "EXPORTER_IMAGE", desired.DefaultExporterImage), "Prometheus memcached exporter image of Memcacheds with spec.monitoring enabled (default: $EXPORTER_IMAGE, else "+desired.DefaultExporterImage+").")
-	fs.StringVar(&s.reloaderImage, "reloader-image", getenv("RELOADER_IMAGE"), "Image of the reloader that pods with TLS or authentication run to load new Secret content without a restart (default: $RELOADER_IMAGE, else the operator's own image when it runs in a pod that sets POD_NAME and POD_NAMESPACE; none: new content restarts the pods).")
+	fs.StringVar(&s.reloaderImage, "reloader-image", getenv("RELOADER_IMAGE"), "The operator's image, which the pods take the reloader (TLS or authentication loaded without a restart), the discovery endpoint and the warm runner (memcached restarted with its cache) from (default: $RELOADER_IMAGE, else the operator's own image when it runs in a pod that sets POD_NAME and POD_NAMESPACE; none: new Secret content restarts the pods, no discovery endpoint, memcached restarts empty).")
 	fs.IntVar(&s.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Number of Memcacheds reconciled at once.")
 	fs.DurationVar(&s.syncPeriod, "sync-period", operator.DefaultSyncPeriod, "Interval at which every cached object is reconciled again.")
 	fs.Float64Var(&s.qps, "kube-api-qps", 50, "Requests per second the operator may send to the apiserver, sustained.")
@@ -232,7 +232,7 @@ const managerContainer = "manager"
 // content, as they did before the reloader.
 func ownImage(cfg *rest.Config, namespace, name string, log logr.Logger) string {
 	if namespace == "" || name == "" {
-		log.Info("No reloader image: neither --reloader-image nor POD_NAME and POD_NAMESPACE are set; new Secret content will restart the pods")
+		log.Info("No reloader image: neither --reloader-image nor POD_NAME and POD_NAMESPACE are set; new Secret content will restart the pods, and memcached restarts empty")
 		return ""
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -249,6 +249,6 @@ func ownImage(cfg *rest.Config, namespace, name string, log logr.Logger) string 
 			err = fmt.Errorf("pod %s/%s has no container %s", namespace, name, managerContainer)
 		}
 	}
-	log.Error(err, "Cannot read the operator's own image for the reloader; set --reloader-image. New Secret content will restart the pods")
+	log.Error(err, "Cannot read the operator's own image for the reloader; set --reloader-image. New Secret content will restart the pods, and memcached restarts empty")
 	return ""
 }

@@ -65,14 +65,14 @@ func TestCausesAreNamed(t *testing.T) {
 			return ctx
 		}).
 		Assess("an image without memcached", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			// An image that exists but is not memcached's: the runtime
-			// cannot start the pods' command, whatever the restarts.
+			// An image that exists but is not memcached's: the warm runner
+			// (cmd/warm) cannot start memcached, whatever the restarts.
 			key := client.ObjectKey{Namespace: ns, Name: "not-memcached"}
 			spec := onRealNode(1)
 			spec.Image = localClientImage
 			create(t, cfg, key, spec)
 			cause(t, cfg, key, cachev1alpha1.ReasonContainerConfigInvalid, true,
-				"1 of 1 pods cannot start container memcached (StartError", "memcached", "check that spec.image")
+				"1 of 1 pods cannot start container memcached (Error, exit code 127", `exec: "memcached"`, "check that spec.image")
 			fix(t, cfg, key, `{"spec":{"image":"`+localMemcachedImage+`"}}`, 1)
 			return ctx
 		}).

@@ -87,6 +87,9 @@ func container(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerApp
 	if r := resources(m.Spec.Resources); r != nil {
 		c.WithResources(r)
 	}
+	if RunsWarm(m, images) {
+		c.WithVolumeMounts(warmMounts()...)
+	}
 	switch {
 	case RunsReloader(m, images):
 		// Only what the reloader checked: never the Secrets themselves.
@@ -102,13 +105,18 @@ func container(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerApp
 	return c
 }
 
-// memcachedCommand is memcached's command line in m's pods: with the
-// reloader, reading the served directory it fills.
+// memcachedCommand is the memcached container's command line in m's pods:
+// with the reloader, reading the served directory it fills; when memcached
+// runs warm, under the warm runner.
 func memcachedCommand(m *cachev1alpha1.Memcached, images Images) []string {
+	cmd := Command(m)
 	if RunsReloader(m, images) {
-		return command(m, servedDir, path.Join(servedDir, authFile))
+		cmd = command(m, servedDir, path.Join(servedDir, authFile))
 	}
-	return Command(m)
+	if RunsWarm(m, images) {
+		return warmCommandLine(cmd)
+	}
+	return cmd
 }
 
 // exporter is the Prometheus memcached exporter's container: it reads

@@ -25,6 +25,10 @@ func podSpec(m *cachev1alpha1.Memcached, images Images) *corev1ac.PodSpecApplyCo
 	if RunsDiscovery(m, images) {
 		ps.WithContainers(discoveryContainer(m, images))
 	}
+	if RunsWarm(m, images) {
+		ps.WithInitContainers(warmInstall(images))
+		ps.WithVolumes(warmVolumes(m)...)
+	}
 	if RunsReloader(m, images) {
 		ps.WithInitContainers(reloaderPrepare(m, images))
 		ps.WithContainers(reloader(m, images))

@@ -10,6 +10,7 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
+	"github.com/example/memcached-operator/pkg/warm"
 )
 
 // memcachedDefaultMemoryMiB is memcached's own item memory when
@@ -90,7 +91,7 @@ func findingOf(p *owned.Pod) (podFinding, bool) {
 		case c.Waiting == "ErrImagePull" || c.Waiting == "ImagePullBackOff" || c.Waiting == "InvalidImageName" || c.Waiting == "ErrImageNeverPull":
 			consider(podFinding{reason: cachev1alpha1.ReasonImagePullFailed, container: c})
 		case c.Waiting == "CreateContainerConfigError" || c.Waiting == "CreateContainerError" || c.Waiting == "RunContainerError",
-			startFailures[c.Terminated]:
+			cannotStart(c):
 			consider(podFinding{reason: cachev1alpha1.ReasonContainerConfigInvalid, container: c})
 		case c.Terminated == "OOMKilled":
 			consider(podFinding{reason: cachev1alpha1.ReasonOOMKilled, container: c})
@@ -106,6 +107,14 @@ func findingOf(p *owned.Pod) (podFinding, bool) {
 // image, say): not a crash of the program, and no restart mends it.
 var startFailures = map[string]bool{"StartError": true, "ContainerCannotRun": true}
 
+// cannotStart tells whether container c's process could not be started:
+// by the runtime, or, when memcached runs warm, by the runner that starts
+// it (cmd/warm), which exits with its own code for that.
+func cannotStart(c owned.ContainerProblem) bool {
+	return startFailures[c.Terminated] ||
+		(c.Name == desired.ContainerName && c.Terminated == "Error" && c.ExitCode == warm.CannotStartExitCode)
+}
+
 // explain says what the findings of one reason mean: how many pods, what
 // Kubernetes said, and what to change when it is one of the Memcached's
 // settings.
@@ -119,7 +128,7 @@ func explain(m *cachev1alpha1.Memcached, reason string, fs []podFinding) *podPro
 		p.message = fmt.Sprintf("%s cannot pull image %s for container %s (%s): %s", pods, c.Image, c.Name, c.Waiting, c.Message)
 		p.message = withHint(p.message, "check spec.image (or the operator's default image) and spec.imagePullSecrets")
 	case cachev1alpha1.ReasonContainerConfigInvalid:
-		if startFailures[c.Terminated] {
+		if cannotStart(c) {
 			// The runtime could not run it (no memcached in the image):
 			// its words are the termination's, the waiting is a back-off.
 			p.message = fmt.Sprintf("%s cannot start container %s (%s, exit code %d%s): %s", pods, c.Name, c.Terminated, c.ExitCode, restarts(c), lastLine(c.TerminatedMessage))

@@ -48,6 +48,9 @@ var (
 	configError = waiting("CreateContainerConfigError", `secret "cache-tls" not found`, 0, nil)
 	startError  = waiting("CrashLoopBackOff", "back-off 10s restarting failed container", 1, &corev1.ContainerStateTerminated{Reason: "StartError", ExitCode: 128,
 		Message: `failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: "memcached": executable file not found in $PATH: unknown`})
+	// The same image under the warm runner (cmd/warm), which starts memcached itself.
+	warmStartError = waiting("CrashLoopBackOff", "back-off 10s restarting failed container", 2, &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 127,
+		Message: `starting memcached: exec: "memcached": executable file not found in $PATH`})
 	starting     = waiting("ContainerCreating", "", 0, nil)
 	unschedulabl = corev1.PodStatus{Conditions: []corev1.PodCondition{{
 		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
@@ -83,6 +86,8 @@ func TestPodProblemsAreNamed(t *testing.T) {
 			cachev1alpha1.ReasonContainerConfigInvalid, true, []string{"CreateContainerConfigError", `secret "cache-tls" not found`}, kstatus.FailedStatus},
 		{"no memcached in the image", mc(3), Observation{StatefulSet: none, Pods: []*owned.Pod{pod("a", startError), pod("b", startError)}},
 			cachev1alpha1.ReasonContainerConfigInvalid, true, []string{"2 of 3 pods cannot start container memcached (StartError, exit code 128, restarted once)", `exec: "memcached": executable file not found in $PATH`, "spec.image"}, kstatus.FailedStatus},
+		{"no memcached in the image, run warm", mc(3), Observation{StatefulSet: none, Pods: []*owned.Pod{pod("a", warmStartError)}},
+			cachev1alpha1.ReasonContainerConfigInvalid, true, []string{"1 of 3 pods cannot start container memcached (Error, exit code 127, restarted 2 times)", `exec: "memcached": executable file not found in $PATH`, "spec.image"}, kstatus.FailedStatus},
 		{"unschedulable", mc(3), Observation{StatefulSet: none, Pods: []*owned.Pod{pod("a", unschedulabl), pod("b", unschedulabl), pod("c", unschedulabl)}},
 			cachev1alpha1.ReasonPodsUnschedulable, false, []string{"3 of 3 pods cannot be scheduled", "Insufficient cpu"}, kstatus.InProgressStatus},
 		{"quota", mc(3), Observation{StatefulSet: statefulSet(3, 0, 0, 0, 2), CreateFailed: quota},

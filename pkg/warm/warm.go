@@ -1,0 +1,273 @@
+// Package warm runs memcached so that a restart of its container keeps the
+// cache (memcached's warm restart, since 1.5.18).
+//
+// memcached maps its item memory from a file on the pod's memory-backed
+// volume (--memory-file). On SIGUSR1 it stops taking connections, saves
+// what it needs to find its items again beside the file (<file>.meta) and
+// exits; the next memcached started on the same file restores every item,
+// whatever else changed on its command line but the memory limit, the
+// maximum item size, the slab settings and CAS. The volume outlives the
+// container, not the pod: a container restarted in its pod (a new image, a
+// failed liveness probe) comes back warm, a new pod empty.
+//
+// The kubelet stops a container with SIGTERM, on which memcached exits
+// without saving: Run stands between the two, turns SIGTERM into SIGUSR1,
+// and returns memcached's exit code. It also starts memcached empty when
+// the saved state cannot be used: memcached 1.6.18 aborts on a truncated
+// .meta file, and it refuses to restore in the second it saved.
+package warm
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// MetaSuffix is the suffix of the file beside the memory file in which
+// memcached saves its state on SIGUSR1; memcached removes it once read.
+const MetaSuffix = ".meta"
+
+// CannotStartExitCode is Run's exit code when memcached's program cannot
+// be started at all (not in the image, say), as a shell's for a command it
+// cannot find: no restart mends it.
+const CannotStartExitCode = 127
+
+// Outcome is what a memcached started on a memory file said of it.
+type Outcome string
+
+const (
+	// Restored: memcached found its saved state and restored its items.
+	Restored Outcome = "Restored"
+	// Empty: memcached started with an empty cache (nothing saved, or what
+	// was saved does not fit its settings).
+	Empty Outcome = "Empty"
+	// Unknown: memcached said neither before it exited.
+	Unknown Outcome = "Unknown"
+)
+
+// Config is how Run starts memcached.
+type Config struct {
+	// Command is memcached's command line, without --memory-file.
+	Command []string
+	// MemoryFile is the file memcached maps its item memory from, on a
+	// memory-backed volume.
+	MemoryFile string
+	// RestoreWindow is how long after a start that tried to restore a
+	// failure of memcached is taken for an unusable saved state, and
+	// memcached started again empty.
+	RestoreWindow time.Duration
+	// Stdout and Stderr receive memcached's output; nil: Run's own.
+	Stdout, Stderr io.Writer
+	// Log receives what Run does.
+	Log *slog.Logger
+	// Started, if set, is told each memcached's process once it started
+	// (tests read it).
+	Started func(*os.Process)
+}
+
+// Run starts memcached on c.MemoryFile and returns its exit code once it
+// has exited. A signal on stop asks memcached to save and exit (SIGUSR1);
+// ctx ending kills it.
+func Run(ctx context.Context, c Config, stop <-chan os.Signal) (int, error) {
+	if len(c.Command) == 0 {
+		return 0, errors.New("no memcached command line")
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.Stdout == nil {
+		c.Stdout = os.Stdout
+	}
+	if c.Stderr == nil {
+		c.Stderr = os.Stderr
+	}
+	meta := c.MemoryFile + MetaSuffix
+	for attempt := 0; ; attempt++ {
+		saved, err := waitForRestorable(ctx, meta, stop)
+		if err != nil {
+			return 0, err
+		}
+		if saved.stopped {
+			c.Log.Info("Stopped before memcached started")
+			return 0, nil
+		}
+		started := time.Now()
+		code, stopped, outcome, err := runOnce(ctx, c, stop)
+		if err != nil {
+			return code, err
+		}
+		failed := code != 0 && !stopped
+		if failed && saved.present && attempt == 0 && time.Since(started) < c.RestoreWindow {
+			// The saved state is what memcached tripped over: start it
+			// again on nothing rather than let the kubelet restart it into
+			// the same files.
+			c.Log.Error("memcached failed while restoring its memory file; starting it empty",
+				"exitCode", code, "outcome", string(outcome))
+			for _, f := range []string{meta, c.MemoryFile} {
+				if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return code, fmt.Errorf("removing %s: %w", f, err)
+				}
+			}
+			continue
+		}
+		return code, nil
+	}
+}
+
+// savedState is what waitForRestorable found.
+type savedState struct {
+	// present: a saved state is there for memcached to restore.
+	present bool
+	// stopped: a stop signal came while waiting.
+	stopped bool
+}
+
+// waitForRestorable returns once memcached can restore the state saved in
+// meta, if any: memcached refuses a restore in the wall-clock second of the
+// save (it takes an elapsed time of zero for a clock gone wrong), so a
+// start right after a stop waits for the next second.
+func waitForRestorable(ctx context.Context, meta string, stop <-chan os.Signal) (savedState, error) {
+	fi, err := os.Stat(meta)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return savedState{}, nil
+	case err != nil:
+		return savedState{}, fmt.Errorf("reading memcached's saved state: %w", err)
+	}
+	next := fi.ModTime().Truncate(time.Second).Add(time.Second)
+	if wait := time.Until(next); wait > 0 {
+		select {
+		case <-ctx.Done():
+			return savedState{}, ctx.Err()
+		case <-stop:
+			return savedState{stopped: true}, nil
+		case <-time.After(wait):
+		}
+	}
+	return savedState{present: true}, nil
+}
+
+// runOnce runs memcached once, until it exits: its exit code (128 plus the
+// signal's number when a signal ended it), whether it was asked to stop,
+// and what it said of its memory file.
+func runOnce(ctx context.Context, c Config, stop <-chan os.Signal) (int, bool, Outcome, error) {
+	args := append(append([]string{}, c.Command[1:]...), "--memory-file="+c.MemoryFile)
+	cmd := exec.Command(c.Command[0], args...)
+	cmd.Stdout = c.Stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return 0, false, Unknown, err
+	}
+	c.Log.Info("Starting memcached", "memoryFile", c.MemoryFile)
+	if err := cmd.Start(); err != nil {
+		return CannotStartExitCode, false, Unknown, fmt.Errorf("starting memcached: %w", err)
+	}
+	if c.Started != nil {
+		c.Started(cmd.Process)
+	}
+	var (
+		mu      sync.Mutex
+		outcome = Unknown
+		read    = make(chan struct{})
+	)
+	go func() {
+		defer close(read)
+		o := watchOutput(stderr, c.Stderr, c.Log)
+		mu.Lock()
+		outcome = o
+		mu.Unlock()
+	}()
+	exited := make(chan error, 1)
+	go func() {
+		<-read // Wait closes the pipe: read it all first.
+		exited <- cmd.Wait()
+	}()
+	stopped := false
+	for {
+		select {
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+			<-exited
+			return 0, stopped, outcomeOf(&mu, &outcome), ctx.Err()
+		case <-stop:
+			if !stopped {
+				c.Log.Info("Asking memcached to save its cache and exit")
+				stopped = true
+			}
+			_ = cmd.Process.Signal(syscall.SIGUSR1)
+		case err := <-exited:
+			code := exitCode(cmd.ProcessState)
+			o := outcomeOf(&mu, &outcome)
+			var exitErr *exec.ExitError
+			if err != nil && !errors.As(err, &exitErr) {
+				return code, stopped, o, fmt.Errorf("waiting for memcached: %w", err)
+			}
+			c.Log.Info("memcached exited", "exitCode", code, "stopped", stopped)
+			return code, stopped, o, nil
+		}
+	}
+}
+
+func outcomeOf(mu *sync.Mutex, o *Outcome) Outcome {
+	mu.Lock()
+	defer mu.Unlock()
+	return *o
+}
+
+// watchOutput copies memcached's standard error to w, line by line, and
+// returns what memcached said of its memory file: its "[restart]" lines.
+func watchOutput(r io.Reader, w io.Writer, log *slog.Logger) Outcome {
+	outcome := Unknown
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 64*1024), 1024*1024)
+	for s.Scan() {
+		line := s.Text()
+		_, _ = fmt.Fprintln(w, line)
+		if o, ok := outcomeOfLine(line); ok && outcome == Unknown {
+			outcome = o
+			switch o {
+			case Restored:
+				log.Info("memcached restored its cache from the memory file")
+			case Empty:
+				log.Info("memcached started with an empty cache", "memcached", line)
+			}
+		}
+	}
+	// Whatever is left (a line too long) is still memcached's output.
+	_, _ = io.Copy(w, r)
+	return outcome
+}
+
+// outcomeOfLine reads one line of memcached's standard error (1.6.18's
+// wording, in restart.c and memcached.c).
+func outcomeOfLine(line string) (Outcome, bool) {
+	switch {
+	case !strings.HasPrefix(line, "[restart]"):
+		return "", false
+	case strings.Contains(line, "recovery end"):
+		return Restored, true
+	case strings.Contains(line, "starting with a clean cache"):
+		return Empty, true
+	}
+	return "", false
+}
+
+// exitCode is a process's exit code as a shell reports it.
+func exitCode(s *os.ProcessState) int {
+	if s == nil {
+		return 1
+	}
+	if ws, ok := s.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return s.ExitCode()
+}

@@ -1,0 +1,310 @@
+package warm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/example/memcached-operator/internal/testsupport/memcachedproc"
+)
+
+func TestOutcomeOfMemcachedsLines(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want Outcome
+		ok   bool
+	}{
+		{"[restart] recovery end [1796358152.346263]", Restored, true},
+		{"[restart] no metadata save file, starting with a clean cache", Empty, true},
+		{"[restart] failed to validate metadata, starting with a clean cache", Empty, true},
+		{"[restart] restart incompatible due to setting for [maxbytes] [old value: 67108864]", "", false},
+		{"<26 new auto-negotiating client connection", "", false},
+	} {
+		got, ok := outcomeOfLine(tc.line)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("outcomeOfLine(%q) = %q, %v; want %q, %v", tc.line, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// A stop saves the cache and the next memcached on the file restores every
+// item, even with other threads and connections, and even when it starts
+// in the second of the stop (which memcached alone refuses).
+func TestAStopSavesTheCacheAndTheNextStartRestoresIt(t *testing.T) {
+	dir := memoryDir(t)
+	for i, settings := range [][]string{{"--threads=2"}, {"--threads=4", "--conn-limit=500"}, {"--threads=3"}, {"--threads=2"}} {
+		w := start(t, dir, append([]string{"-m", "64"}, settings...)...)
+		if i == 0 {
+			fill(t, w.addr, 1000)
+		}
+		if got := items(t, w.addr); got != 1000 {
+			t.Fatalf("start %d (%v): %d items, want 1000; memcached said:\n%s", i, settings, got, w.output())
+		}
+		if code := w.stop(t); code != 0 {
+			t.Fatalf("start %d: exit code %d after a stop, want 0", i, code)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "memory"+MetaSuffix)); err != nil {
+			t.Fatalf("start %d: nothing saved on stop: %v", i, err)
+		}
+	}
+}
+
+// A memory limit memcached cannot keep: it starts empty, and serves.
+func TestAnotherMemoryLimitStartsEmpty(t *testing.T) {
+	dir := memoryDir(t)
+	w := start(t, dir, "-m", "64")
+	fill(t, w.addr, 100)
+	w.stop(t)
+	w = start(t, dir, "-m", "128")
+	if got := items(t, w.addr); got != 0 {
+		t.Fatalf("%d items after the memory limit changed, want 0", got)
+	}
+	if !strings.Contains(w.logs.String(), "memcached started with an empty cache") {
+		t.Errorf("the start was not reported empty:\n%s", w.logs.String())
+	}
+}
+
+// A saved state memcached cannot read (a truncated .meta file aborts
+// memcached 1.6.18) never keeps it from starting: empty, in the same
+// container, with no restart by the kubelet.
+func TestAnUnusableSavedStateStartsEmpty(t *testing.T) {
+	dir := memoryDir(t)
+	w := start(t, dir, "-m", "64")
+	fill(t, w.addr, 100)
+	w.stop(t)
+	meta := filepath.Join(dir, "memory"+MetaSuffix)
+	saved, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(meta, saved[:100], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w = start(t, dir, "-m", "64")
+	if got := items(t, w.addr); got != 0 {
+		t.Fatalf("%d items from a truncated save, want 0", got)
+	}
+	if w.exited() {
+		t.Fatalf("Run returned; memcached said:\n%s", w.output())
+	}
+	if !strings.Contains(w.logs.String(), "starting it empty") {
+		t.Errorf("the failed restore was not reported:\n%s", w.logs.String())
+	}
+}
+
+// A memcached killed (a crash, the OOM killer) saved nothing: Run returns
+// its code, and the next start is empty.
+func TestAKilledMemcachedComesBackEmpty(t *testing.T) {
+	dir := memoryDir(t)
+	w := start(t, dir, "-m", "64")
+	fill(t, w.addr, 100)
+	w.process().Signal(syscall.SIGKILL)
+	if code := w.wait(t); code != 128+int(syscall.SIGKILL) {
+		t.Fatalf("exit code %d, want %d", code, 128+int(syscall.SIGKILL))
+	}
+	w = start(t, dir, "-m", "64")
+	if got := items(t, w.addr); got != 0 {
+		t.Fatalf("%d items after a kill, want 0", got)
+	}
+}
+
+type running struct {
+	addr   string
+	stopCh chan os.Signal
+	done   chan int
+	code   int
+	logs   *syncBuffer
+	out    *syncBuffer
+	mu     sync.Mutex
+	proc   *os.Process
+}
+
+// memoryDir is a directory memcached (as nobody) can write its memory
+// file in.
+func memoryDir(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat(memcachedproc.Binary); err != nil {
+		t.Fatalf("memcached is not installed (make node-packages): %v", err)
+	}
+	dir := t.TempDir()
+	// memcached runs as nobody: it must reach the directory and write in it.
+	if err := os.Chmod(filepath.Dir(dir), 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// start runs Run with memcached on a free port and the memory file in dir,
+// and returns once memcached accepts connections.
+func start(t *testing.T, dir string, args ...string) *running {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_, port, _ := net.SplitHostPort(addr)
+	l.Close()
+	w := &running{addr: addr, stopCh: make(chan os.Signal, 1), done: make(chan int, 1), logs: &syncBuffer{}, out: &syncBuffer{}}
+	cmd := append([]string{memcachedproc.Binary, "--port=" + port, "--udp-port=0", "-l", "127.0.0.1", "-u", "nobody"}, args...)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		code, err := Run(ctx, Config{
+			Command:       cmd,
+			MemoryFile:    filepath.Join(dir, "memory"),
+			RestoreWindow: 10 * time.Second,
+			Stdout:        w.out,
+			Stderr:        w.out,
+			Log:           slog.New(slog.NewTextHandler(w.logs, nil)),
+			Started: func(p *os.Process) {
+				w.mu.Lock()
+				w.proc = p
+				w.mu.Unlock()
+			},
+		}, w.stopCh)
+		if err != nil && ctx.Err() == nil {
+			t.Errorf("Run: %v", err)
+		}
+		w.done <- code
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if !w.exited() {
+			<-w.done
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return w
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("memcached does not accept connections: %v; it said:\n%s", err, w.output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (w *running) process() *os.Process {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.proc
+}
+
+func (w *running) output() string { return w.out.String() + w.logs.String() }
+
+// stop sends the kubelet's SIGTERM and waits for Run's exit code.
+func (w *running) stop(t *testing.T) int {
+	t.Helper()
+	w.stopCh <- syscall.SIGTERM
+	return w.wait(t)
+}
+
+func (w *running) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case w.code = <-w.done:
+		close(w.done)
+		return w.code
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Run did not return; memcached said:\n%s", w.output())
+		return 0
+	}
+}
+
+// exited reports whether Run has returned (without waiting).
+func (w *running) exited() bool {
+	select {
+	case code, ok := <-w.done:
+		if ok {
+			w.code = code
+			close(w.done)
+		}
+		return true
+	default:
+		return false
+	}
+}
+
+func fill(t *testing.T, addr string, n int) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var b bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&b, "set key-%d 0 0 5\r\nvalue\r\n", i)
+	}
+	if _, err := c.Write(b.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(c)
+	for i := range n {
+		line, err := r.ReadString('\n')
+		if err != nil || line != "STORED\r\n" {
+			t.Fatalf("set %d: %q, %v", i, line, err)
+		}
+	}
+}
+
+// items is memcached's curr_items.
+func items(t *testing.T, addr string) int {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("stats\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(c)
+	n := -1
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line == "END\r\n" {
+			return n
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "STAT curr_items "); ok {
+			n, _ = strconv.Atoi(v)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
