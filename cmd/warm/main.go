@@ -35,7 +35,7 @@ func main() {
 	flag.StringVar(&c.MemoryFile, "memory-file", "", "The file memcached maps its item memory from, on a memory-backed volume.")
 	flag.DurationVar(&c.RestoreWindow, "restore-window", 30*time.Second, "How long after a start that restores a failure of memcached means its saved state is unusable: it is then started empty.")
 	flag.StringVar(&install, "install", "", "Copy this program to the given path and exit (the pod's init container).")
-	flag.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "Where the reason memcached could not be run is written before exiting.")
+	flag.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "Where the end of memcached's output is written when it fails, or the reason it could not be run.")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: %s --memory-file=FILE -- memcached [memcached's flags]\n", os.Args[0])
 		flag.PrintDefaults()
@@ -57,6 +57,7 @@ func main() {
 		os.Exit(2)
 	}
 	c.Log = log
+	c.TerminationLog = terminationLog
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, os.Interrupt)
 	code, err := warm.Run(context.Background(), c, stop)

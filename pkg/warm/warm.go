@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -65,14 +66,28 @@ type Config struct {
 	// failure of memcached is taken for an unusable saved state, and
 	// memcached started again empty.
 	RestoreWindow time.Duration
+	// Address is where memcached accepts connections once it has started
+	// (and restored); empty: localhost and the port of Command (--port=,
+	// else memcached's 11211).
+	Address string
 	// Stdout and Stderr receive memcached's output; nil: Run's own.
 	Stdout, Stderr io.Writer
 	// Log receives what Run does.
 	Log *slog.Logger
+	// TerminationLog, if set, is where the end of memcached's standard
+	// error is written when it fails (the container's termination message,
+	// which the kubelet would otherwise take from the log's end: the
+	// runner's own lines).
+	TerminationLog string
 	// Started, if set, is told each memcached's process once it started
 	// (tests read it).
 	Started func(*os.Process)
 }
+
+// tailBytes is how much of the end of memcached's standard error a failure
+// leaves in the termination message, as much as the kubelet takes from a
+// log.
+const tailBytes = 2048
 
 // Run starts memcached on c.MemoryFile and returns its exit code once it
 // has exited. A signal on stop asks memcached to save and exit (SIGUSR1);
@@ -90,6 +105,9 @@ func Run(ctx context.Context, c Config, stop <-chan os.Signal) (int, error) {
 	if c.Stderr == nil {
 		c.Stderr = os.Stderr
 	}
+	if c.Address == "" {
+		c.Address = net.JoinHostPort("localhost", portOf(c.Command))
+	}
 	meta := c.MemoryFile + MetaSuffix
 	for attempt := 0; ; attempt++ {
 		saved, err := waitForRestorable(ctx, meta, stop)
@@ -101,7 +119,7 @@ func Run(ctx context.Context, c Config, stop <-chan os.Signal) (int, error) {
 			return 0, nil
 		}
 		started := time.Now()
-		code, stopped, outcome, err := runOnce(ctx, c, stop)
+		code, stopped, outcome, tail, err := runOnce(ctx, c, saved.present, stop)
 		if err != nil {
 			return code, err
 		}
@@ -118,6 +136,11 @@ func Run(ctx context.Context, c Config, stop <-chan os.Signal) (int, error) {
 				}
 			}
 			continue
+		}
+		if failed && c.TerminationLog != "" {
+			if err := os.WriteFile(c.TerminationLog, tail, 0o644); err != nil {
+				c.Log.Error("Cannot write the termination message", "error", err.Error())
+			}
 		}
 		return code, nil
 	}
@@ -158,18 +181,18 @@ func waitForRestorable(ctx context.Context, meta string, stop <-chan os.Signal) 
 
 // runOnce runs memcached once, until it exits: its exit code (128 plus the
 // signal's number when a signal ended it), whether it was asked to stop,
-// and what it said of its memory file.
-func runOnce(ctx context.Context, c Config, stop <-chan os.Signal) (int, bool, Outcome, error) {
+// what it said of its memory file, and the end of its standard error.
+func runOnce(ctx context.Context, c Config, restoring bool, stop <-chan os.Signal) (int, bool, Outcome, []byte, error) {
 	args := append(append([]string{}, c.Command[1:]...), "--memory-file="+c.MemoryFile)
 	cmd := exec.Command(c.Command[0], args...)
 	cmd.Stdout = c.Stdout
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		return 0, false, Unknown, err
+		return 0, false, Unknown, nil, err
 	}
 	c.Log.Info("Starting memcached", "memoryFile", c.MemoryFile)
 	if err := cmd.Start(); err != nil {
-		return CannotStartExitCode, false, Unknown, fmt.Errorf("starting memcached: %w", err)
+		return CannotStartExitCode, false, Unknown, nil, fmt.Errorf("starting memcached: %w", err)
 	}
 	if c.Started != nil {
 		c.Started(cmd.Process)
@@ -178,13 +201,42 @@ func runOnce(ctx context.Context, c Config, stop <-chan os.Signal) (int, bool, O
 		mu      sync.Mutex
 		outcome = Unknown
 		read    = make(chan struct{})
+		tail    = &tailWriter{max: tailBytes}
 	)
 	go func() {
 		defer close(read)
-		o := watchOutput(stderr, c.Stderr, c.Log)
-		mu.Lock()
-		outcome = o
-		mu.Unlock()
+		watchOutput(stderr, io.MultiWriter(c.Stderr, tail), func(line string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if outcome == Unknown {
+				outcome = Empty
+				c.Log.Info("memcached started with an empty cache", "memcached", line)
+			}
+		})
+	}()
+	// memcached restores before it listens, and says nothing of a restore
+	// that worked (but with -v): accepting connections without having
+	// said it starts empty, on a saved state, is a restore.
+	go func() {
+		for {
+			select {
+			case <-read:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			conn, err := net.DialTimeout("tcp", c.Address, time.Second)
+			if err != nil {
+				continue
+			}
+			conn.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			if outcome == Unknown && restoring {
+				outcome = Restored
+				c.Log.Info("memcached restored its cache from the memory file")
+			}
+			return
+		}
 	}()
 	exited := make(chan error, 1)
 	go func() {
@@ -197,7 +249,7 @@ func runOnce(ctx context.Context, c Config, stop <-chan os.Signal) (int, bool, O
 		case <-ctx.Done():
 			_ = cmd.Process.Kill()
 			<-exited
-			return 0, stopped, outcomeOf(&mu, &outcome), ctx.Err()
+			return 0, stopped, outcomeOf(&mu, &outcome), tail.bytes(), ctx.Err()
 		case <-stop:
 			if !stopped {
 				c.Log.Info("Asking memcached to save its cache and exit")
@@ -209,10 +261,10 @@ func runOnce(ctx context.Context, c Config, stop <-chan os.Signal) (int, bool, O
 			o := outcomeOf(&mu, &outcome)
 			var exitErr *exec.ExitError
 			if err != nil && !errors.As(err, &exitErr) {
-				return code, stopped, o, fmt.Errorf("waiting for memcached: %w", err)
+				return code, stopped, o, tail.bytes(), fmt.Errorf("waiting for memcached: %w", err)
 			}
 			c.Log.Info("memcached exited", "exitCode", code, "stopped", stopped)
-			return code, stopped, o, nil
+			return code, stopped, o, tail.bytes(), nil
 		}
 	}
 }
@@ -224,41 +276,59 @@ func outcomeOf(mu *sync.Mutex, o *Outcome) Outcome {
 }
 
 // watchOutput copies memcached's standard error to w, line by line, and
-// returns what memcached said of its memory file: its "[restart]" lines.
-func watchOutput(r io.Reader, w io.Writer, log *slog.Logger) Outcome {
-	outcome := Unknown
+// tells empty of each line in which memcached says it starts empty.
+func watchOutput(r io.Reader, w io.Writer, empty func(line string)) {
 	s := bufio.NewScanner(r)
 	s.Buffer(make([]byte, 64*1024), 1024*1024)
 	for s.Scan() {
 		line := s.Text()
 		_, _ = fmt.Fprintln(w, line)
-		if o, ok := outcomeOfLine(line); ok && outcome == Unknown {
-			outcome = o
-			switch o {
-			case Restored:
-				log.Info("memcached restored its cache from the memory file")
-			case Empty:
-				log.Info("memcached started with an empty cache", "memcached", line)
-			}
+		if startsEmpty(line) {
+			empty(line)
 		}
 	}
 	// Whatever is left (a line too long) is still memcached's output.
 	_, _ = io.Copy(w, r)
-	return outcome
 }
 
-// outcomeOfLine reads one line of memcached's standard error (1.6.18's
-// wording, in restart.c and memcached.c).
-func outcomeOfLine(line string) (Outcome, bool) {
-	switch {
-	case !strings.HasPrefix(line, "[restart]"):
-		return "", false
-	case strings.Contains(line, "recovery end"):
-		return Restored, true
-	case strings.Contains(line, "starting with a clean cache"):
-		return Empty, true
+// startsEmpty tells whether a line of memcached's standard error says it
+// starts with an empty cache (1.6.18's words, in restart.c and
+// memcached.c, printed whatever the verbosity; a restore that worked is
+// told only with -v).
+func startsEmpty(line string) bool {
+	return strings.HasPrefix(line, "[restart]") && strings.Contains(line, "starting with a clean cache")
+}
+
+// tailWriter keeps the last max bytes written to it. Written to by one
+// goroutine, read once that one is done.
+type tailWriter struct {
+	max int
+	b   []byte
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	if over := len(w.b) - w.max; over > 0 {
+		w.b = append(w.b[:0], w.b[over:]...)
 	}
-	return "", false
+	return len(p), nil
+}
+
+func (w *tailWriter) bytes() []byte { return w.b }
+
+// portOf is memcached's port in its command line: --port=N, --port N or
+// -p N, else memcached's default.
+func portOf(command []string) string {
+	port := "11211"
+	for i, a := range command {
+		switch {
+		case strings.HasPrefix(a, "--port="):
+			port = strings.TrimPrefix(a, "--port=")
+		case (a == "--port" || a == "-p") && i+1 < len(command):
+			port = command[i+1]
+		}
+	}
+	return port
 }
 
 // exitCode is a process's exit code as a shell reports it.

@@ -19,21 +19,19 @@ import (
 	"github.com/example/memcached-operator/internal/testsupport/memcachedproc"
 )
 
-func TestOutcomeOfMemcachedsLines(t *testing.T) {
+func TestStartsEmptyReadsMemcachedsLines(t *testing.T) {
 	for _, tc := range []struct {
 		line string
-		want Outcome
-		ok   bool
+		want bool
 	}{
-		{"[restart] recovery end [1796358152.346263]", Restored, true},
-		{"[restart] no metadata save file, starting with a clean cache", Empty, true},
-		{"[restart] failed to validate metadata, starting with a clean cache", Empty, true},
-		{"[restart] restart incompatible due to setting for [maxbytes] [old value: 67108864]", "", false},
-		{"<26 new auto-negotiating client connection", "", false},
+		{"[restart] no metadata save file, starting with a clean cache", true},
+		{"[restart] failed to validate metadata, starting with a clean cache", true},
+		{"[restart] recovery end [1796358152.346263]", false},
+		{"[restart] restart incompatible due to setting for [maxbytes] [old value: 67108864]", false},
+		{"<26 new auto-negotiating client connection", false},
 	} {
-		got, ok := outcomeOfLine(tc.line)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("outcomeOfLine(%q) = %q, %v; want %q, %v", tc.line, got, ok, tc.want, tc.ok)
+		if got := startsEmpty(tc.line); got != tc.want {
+			t.Errorf("startsEmpty(%q) = %v, want %v", tc.line, got, tc.want)
 		}
 	}
 }
@@ -50,6 +48,9 @@ func TestAStopSavesTheCacheAndTheNextStartRestoresIt(t *testing.T) {
 		}
 		if got := items(t, w.addr); got != 1000 {
 			t.Fatalf("start %d (%v): %d items, want 1000; memcached said:\n%s", i, settings, got, w.output())
+		}
+		if said := w.said("memcached restored its cache from the memory file"); said != (i > 0) {
+			t.Errorf("start %d: restore reported: %v, want %v:\n%s", i, said, i > 0, w.logs.String())
 		}
 		if code := w.stop(t); code != 0 {
 			t.Fatalf("start %d: exit code %d after a stop, want 0", i, code)
@@ -209,6 +210,17 @@ func (w *running) process() *os.Process {
 
 func (w *running) output() string { return w.out.String() + w.logs.String() }
 
+// said tells whether the runner logs line within a second (it tells of a
+// restore once memcached accepts connections, as the test sees too).
+func (w *running) said(line string) bool {
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if strings.Contains(w.logs.String(), line) {
+			return true
+		}
+	}
+	return false
+}
+
 // stop sends the kubelet's SIGTERM and waits for Run's exit code.
 func (w *running) stop(t *testing.T) int {
 	t.Helper()
@@ -307,4 +319,50 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// memcached failing at start: its exit code is the runner's, and the end
+// of what it said is the container's termination message (which the
+// status quotes), not the runner's own lines.
+func TestAFailureLeavesMemcachedsWordsAsTheTerminationMessage(t *testing.T) {
+	dir := memoryDir(t)
+	termination := filepath.Join(t.TempDir(), "termination-log")
+	var logs syncBuffer
+	code, err := Run(context.Background(), Config{
+		// A port below 1024, which nobody may not listen on.
+		Command:        []string{memcachedproc.Binary, "--port=80", "--udp-port=0", "-l", "127.0.0.1", "-u", "nobody"},
+		MemoryFile:     filepath.Join(dir, "memory"),
+		RestoreWindow:  10 * time.Second,
+		Stdout:         &logs,
+		Stderr:         &logs,
+		Log:            slog.New(slog.NewTextHandler(&logs, nil)),
+		TerminationLog: termination,
+	}, make(chan os.Signal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 71 {
+		t.Errorf("exit code %d, want memcached's 71; it said:\n%s", code, logs.String())
+	}
+	msg, err := os.ReadFile(termination)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := strings.TrimSpace(string(msg))
+	if i := strings.LastIndex(last, "\n"); i >= 0 {
+		last = last[i+1:]
+	}
+	if !strings.HasPrefix(last, "failed to listen on") || strings.Contains(string(msg), "msg=") {
+		t.Errorf("termination message ends with %q, want memcached's words", last)
+	}
+}
+
+func TestTailKeepsTheEnd(t *testing.T) {
+	w := &tailWriter{max: 5}
+	for _, s := range []string{"abc", "defg", "h"} {
+		w.Write([]byte(s))
+	}
+	if got := string(w.bytes()); got != "defgh" {
+		t.Errorf("tail %q, want %q", got, "defgh")
+	}
 }
