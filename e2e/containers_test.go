@@ -508,8 +508,7 @@ func TestContainerKilledIsReported(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			defer w.Stop()
 
-			out, err := exec.CommandContext(ctx, "ctr", "--address", realNodeContainerd, "--namespace", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", id).CombinedOutput()
-			g.Expect(err).NotTo(HaveOccurred(), string(out))
+			killContainer(ctx, g, id)
 			t.Logf("killed container %s of pod %s", id, pod.Name)
 
 			sawDown, sawBack := false, false
@@ -700,4 +699,12 @@ func TestOperatorInCluster(t *testing.T) {
 		}).
 		Feature()
 	testenv.Test(t, f)
+}
+
+// killContainer kills the container id and every process in it with
+// SIGKILL, through the real node's containerd, as the kernel's OOM killer
+// or a crash would end it: no one is told first.
+func killContainer(ctx context.Context, g Gomega, id string) {
+	out, err := exec.CommandContext(ctx, "ctr", "--address", realNodeContainerd, "--namespace", "k8s.io", "tasks", "kill", "--all", "--signal", "SIGKILL", id).CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
 }

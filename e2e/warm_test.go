@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,11 +88,8 @@ func TestAContainerRestartKeepsTheCache(t *testing.T) {
 			g.Expect(k.Get(ctx, pod(), p)).To(Succeed())
 			restarts := memcachedStatus(p).RestartCount
 			g.Expect(itemsPerSlot(t, k, key(), 1)[0]).To(BeNumerically(">", 0))
-			// The container killed, as the kernel's OOM killer or a crash
-			// would: no one saves.
-			id := strings.TrimPrefix(memcachedStatus(p).ContainerID, "containerd://")
-			out, err := exec.CommandContext(ctx, "ctr", "--address", realNodeContainerd, "--namespace", "k8s.io", "tasks", "kill", "--all", "--signal", "SIGKILL", id).CombinedOutput()
-			g.Expect(err).NotTo(HaveOccurred(), string(out))
+			// No one saves.
+			killContainer(ctx, g, strings.TrimPrefix(memcachedStatus(p).ContainerID, "containerd://"))
 			g.Eventually(func(g Gomega) {
 				g.Expect(k.Get(ctx, pod(), p)).To(Succeed())
 				s := memcachedStatus(p)

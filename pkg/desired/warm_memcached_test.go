@@ -3,7 +3,6 @@
 package desired_test
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/testsupport/memcachedproc"
 	"github.com/example/memcached-operator/pkg/desired"
 )
 
@@ -42,14 +42,7 @@ func TestWarmOnlyWhereMemcachedTakesAMemoryFile(t *testing.T) {
 			if tt.mem != 0 {
 				m.Spec.MemoryLimitMiB = ptr.To(tt.mem)
 			}
-			dir := t.TempDir()
-			// memcached runs as nobody: it must reach the directory and write in it.
-			if err := os.Chmod(filepath.Dir(dir), 0o711); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chmod(dir, 0o777); err != nil {
-				t.Fatal(err)
-			}
+			dir := memcachedproc.WritableDir(t)
 			args := append(desired.Command(m)[1:], "--memory-file="+filepath.Join(dir, "memory"))
 			starts, out := memcachedStarts(t, bin, args)
 			if warm := desired.RunsWarm(m, images); warm != starts {

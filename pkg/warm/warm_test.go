@@ -131,6 +131,12 @@ type running struct {
 	proc   *os.Process
 }
 
+// host is the loopback address the tests' memcacheds listen on: one of
+// their own, so that the runner, which dials memcached's port until it
+// answers, never reaches another test process's server on a port it
+// reused.
+const host = "127.0.0.78"
+
 // memoryDir is a directory memcached (as nobody) can write its memory
 // file in.
 func memoryDir(t *testing.T) string {
@@ -138,22 +144,14 @@ func memoryDir(t *testing.T) string {
 	if _, err := os.Stat(memcachedproc.Binary); err != nil {
 		t.Fatalf("memcached is not installed (make node-packages): %v", err)
 	}
-	dir := t.TempDir()
-	// memcached runs as nobody: it must reach the directory and write in it.
-	if err := os.Chmod(filepath.Dir(dir), 0o711); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return memcachedproc.WritableDir(t)
 }
 
 // start runs Run with memcached on a free port and the memory file in dir,
 // and returns once memcached accepts connections.
 func start(t *testing.T, dir string, args ...string) *running {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,11 +159,12 @@ func start(t *testing.T, dir string, args ...string) *running {
 	_, port, _ := net.SplitHostPort(addr)
 	l.Close()
 	w := &running{addr: addr, stopCh: make(chan os.Signal, 1), done: make(chan int, 1), logs: &syncBuffer{}, out: &syncBuffer{}}
-	cmd := append([]string{memcachedproc.Binary, "--port=" + port, "--udp-port=0", "-l", "127.0.0.1", "-u", "nobody"}, args...)
+	cmd := append([]string{memcachedproc.Binary, "--port=" + port, "--udp-port=0", "-l", host, "-u", "nobody"}, args...)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		code, err := Run(ctx, Config{
 			Command:       cmd,
+			Address:       addr,
 			MemoryFile:    filepath.Join(dir, "memory"),
 			RestoreWindow: 10 * time.Second,
 			Stdout:        w.out,
@@ -330,7 +329,7 @@ func TestAFailureLeavesMemcachedsWordsAsTheTerminationMessage(t *testing.T) {
 	var logs syncBuffer
 	code, err := Run(context.Background(), Config{
 		// A port below 1024, which nobody may not listen on.
-		Command:        []string{memcachedproc.Binary, "--port=80", "--udp-port=0", "-l", "127.0.0.1", "-u", "nobody"},
+		Command:        []string{memcachedproc.Binary, "--port=80", "--udp-port=0", "-l", host, "-u", "nobody"},
 		MemoryFile:     filepath.Join(dir, "memory"),
 		RestoreWindow:  10 * time.Second,
 		Stdout:         &logs,
@@ -364,5 +363,21 @@ func TestTailKeepsTheEnd(t *testing.T) {
 	}
 	if got := string(w.bytes()); got != "defgh" {
 		t.Errorf("tail %q, want %q", got, "defgh")
+	}
+}
+
+func TestPortOfReadsMemcachedsCommandLine(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  []string
+		want string
+	}{
+		{[]string{"memcached", "--port=11311", "--threads=2"}, "11311"},
+		{[]string{"memcached", "-p", "11411"}, "11411"},
+		{[]string{"memcached", "--port", "11511"}, "11511"},
+		{[]string{"memcached", "--threads=2"}, "11211"},
+	} {
+		if got := portOf(tc.cmd); got != tc.want {
+			t.Errorf("portOf(%q) = %q, want %q", tc.cmd, got, tc.want)
+		}
 	}
 }

@@ -78,3 +78,14 @@ func FilesDir(t testing.TB) string {
 	}
 	return dir
 }
+
+// WritableDir is a directory of the test that memcached, running as
+// nobody, can create files in (a memory file, say).
+func WritableDir(t testing.TB) string {
+	t.Helper()
+	dir := FilesDir(t)
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
