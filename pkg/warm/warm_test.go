@@ -136,15 +136,8 @@ func memoryDir(t *testing.T) string {
 // and returns once memcached accepts connections.
 func start(t *testing.T, dir string, args ...string) *running {
 	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_, port, _ := net.SplitHostPort(addr)
-	l.Close()
+	addr, cmd := memcachedproc.CommandLine(t, host, args...)
 	w := &running{addr: addr, stopCh: make(chan os.Signal, 1), done: make(chan int, 1), logs: &syncBuffer{}, out: &syncBuffer{}}
-	cmd := append([]string{memcachedproc.Binary, "--port=" + port, "--udp-port=0", "-l", host, "-u", "nobody"}, args...)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		code, err := Run(ctx, Config{

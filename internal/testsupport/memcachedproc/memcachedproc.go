@@ -38,14 +38,8 @@ func StartOn(t testing.TB, host string, args ...string) *Process {
 	if _, err := os.Stat(Binary); err != nil {
 		t.Fatalf("memcached is not installed (make node-packages): %v", err)
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_, port, _ := net.SplitHostPort(addr)
-	l.Close()
-	cmd := exec.Command(Binary, append([]string{"--port=" + port, "--udp-port=0", "-l", host, "-u", "nobody"}, args...)...)
+	addr, line := CommandLine(t, host, args...)
+	cmd := exec.Command(line[0], line[1:]...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -64,6 +58,21 @@ func StartOn(t testing.TB, host string, args ...string) *Process {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return &Process{Addr: addr, Cmd: cmd}
+}
+
+// CommandLine is memcached's command line with args, on a free port of
+// host, as nobody (it refuses to run as root), and the address it will
+// listen on: for a test that starts memcached by other means than Start.
+func CommandLine(t testing.TB, host string, args ...string) (string, []string) {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_, port, _ := net.SplitHostPort(addr)
+	l.Close()
+	return addr, append([]string{Binary, "--port=" + port, "--udp-port=0", "-l", host, "-u", "nobody"}, args...)
 }
 
 // FilesDir is a new directory memcached's user (nobody) can read, for the
