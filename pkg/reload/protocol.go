@@ -1,7 +1,6 @@
 package reload
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/example/memcached-operator/pkg/memcachedconn"
 )
 
 // reloadTLS has memcached refresh its certificates, then waits until a
@@ -54,7 +55,7 @@ func (r *Reloader) refreshCerts(ctx context.Context, now files) (*x509.Certifica
 		return nil, err
 	}
 	defer conn.Close()
-	reply, err := command(conn, "refresh_certs\r\n")
+	reply, err := memcachedconn.Command(conn, "refresh_certs\r\n")
 	if err != nil {
 		return nil, fmt.Errorf("refresh_certs: %w", err)
 	}
@@ -70,7 +71,7 @@ func (r *Reloader) refreshCerts(ctx context.Context, now files) (*x509.Certifica
 	defer check.Close()
 	// With TLS 1.3 a client certificate memcached refuses shows only on
 	// the first read: a command proves the connection is one it serves.
-	if reply, err := command(check, "version\r\n"); err != nil || !strings.HasPrefix(reply, "VERSION ") {
+	if reply, err := memcachedconn.Command(check, "version\r\n"); err != nil || !strings.HasPrefix(reply, "VERSION ") {
 		return nil, fmt.Errorf("after refresh_certs, a new connection is refused: %q, %v", reply, err)
 	}
 	state := check.(*tls.Conn).ConnectionState()
@@ -84,7 +85,7 @@ func (r *Reloader) refreshCerts(ctx context.Context, now files) (*x509.Certifica
 // reads next: one that next adds must succeed, or else one it removes
 // must fail. When next has the same entries, there is nothing to tell.
 func (r *Reloader) reloadAuth(ctx context.Context, next []byte) error {
-	before, after := entries(r.loaded.auth), entries(next)
+	before, after := memcachedconn.Entries(r.loaded.auth), memcachedconn.Entries(next)
 	if err := r.c.Signal(); err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ func (r *Reloader) reloadAuth(ctx context.Context, next []byte) error {
 		conn, err := r.dial(ctx, r.loaded, nil)
 		if err == nil {
 			var ok bool
-			ok, err = login(conn, probe)
+			ok, err = memcachedconn.Login(conn, probe)
 			conn.Close()
 			if err == nil && ok == accept {
 				return nil
@@ -139,85 +140,18 @@ func (r *Reloader) reloadAuth(ctx context.Context, next []byte) error {
 // dial connects to memcached, over TLS with the client certificate of f
 // when there is TLS, and logs in with the first entry of auth, if any.
 func (r *Reloader) dial(ctx context.Context, f files, auth []byte) (net.Conn, error) {
-	d := &net.Dialer{Timeout: 5 * time.Second}
-	var conn net.Conn
-	var err error
-	if r.c.TLSDir == "" {
-		conn, err = d.DialContext(ctx, "tcp", r.c.Address)
-	} else {
-		cfg := &tls.Config{
-			MinVersion: tls.VersionTLS12,
-			// The connection never leaves the pod, and the certificate
-			// names the Service, not localhost: what is checked is which
-			// certificate memcached serves, byte for byte.
-			InsecureSkipVerify: true, //nolint:gosec // compared with the mounted certificate instead
-		}
-		if r.c.ClientCertificate {
-			pair, perr := tls.X509KeyPair(f.cert, f.key)
-			if perr != nil {
-				return nil, fmt.Errorf("the client certificate: %w", perr)
-			}
-			cfg.Certificates = []tls.Certificate{pair}
-		}
-		td := &tls.Dialer{NetDialer: d, Config: cfg}
-		conn, err = td.DialContext(ctx, "tcp", r.c.Address)
-	}
-	if err != nil {
-		return nil, err
-	}
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if es := entries(auth); len(es) > 0 {
-		ok, err := login(conn, es[0])
-		if err == nil && !ok {
-			err = errors.New("memcached refuses the first user of the authentication file it loaded")
-		}
+	o := memcachedconn.Options{Address: r.c.Address, TLS: r.c.TLSDir != ""}
+	if o.TLS && r.c.ClientCertificate {
+		pair, err := tls.X509KeyPair(f.cert, f.key)
 		if err != nil {
-			conn.Close()
-			return nil, err
+			return nil, fmt.Errorf("the client certificate: %w", err)
 		}
+		o.Certificate = &pair
 	}
-	return conn, nil
-}
-
-// login sends memcached's ASCII authentication for entry (user:password).
-func login(conn net.Conn, entry string) (bool, error) {
-	user, password, _ := strings.Cut(entry, ":")
-	token := user + " " + password
-	reply, err := command(conn, "set auth 0 0 "+strconv.Itoa(len(token))+"\r\n"+token+"\r\n")
-	if err != nil {
-		return false, fmt.Errorf("authentication: %w", err)
+	if es := memcachedconn.Entries(auth); len(es) > 0 {
+		o.Login = es[0]
 	}
-	switch {
-	case reply == "STORED":
-		return true, nil
-	case strings.HasPrefix(reply, "CLIENT_ERROR"):
-		return false, nil
-	}
-	return false, fmt.Errorf("authentication: memcached answered %q", reply)
-}
-
-// command sends req and reads memcached's one-line reply.
-func command(conn net.Conn, req string) (string, error) {
-	if _, err := conn.Write([]byte(req)); err != nil {
-		return "", err
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimRight(line, "\r\n"), nil
-}
-
-// entries are the user:password lines of an authentication file, as
-// memcached reads them.
-func entries(b []byte) []string {
-	var out []string
-	for line := range strings.SplitSeq(strings.TrimSuffix(string(b), "\n"), "\n") {
-		if line != "" {
-			out = append(out, line)
-		}
-	}
-	return out
+	return memcachedconn.Dial(ctx, o)
 }
 
 // signalMemcached sends SIGHUP to the pod's memcached process, found by

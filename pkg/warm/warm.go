@@ -42,6 +42,16 @@ const MetaSuffix = ".meta"
 // cannot find: no restart mends it.
 const CannotStartExitCode = 127
 
+// RestoredMessage is the message of the runner's log line once memcached
+// restored its cache from the memory file, with "items", the number of
+// items memcached holds then (or "itemsError", why they could not be
+// counted). The operator reads it to confirm a restart in place.
+const RestoredMessage = "memcached restored its cache from the memory file"
+
+// EmptyMessage is the message of the runner's log line when memcached
+// starts with an empty cache, with "memcached", what memcached said.
+const EmptyMessage = "memcached started with an empty cache"
+
 // Outcome is what a memcached started on a memory file said of it.
 type Outcome string
 
@@ -210,7 +220,7 @@ func runOnce(ctx context.Context, c Config, restoring bool, stop <-chan os.Signa
 			defer mu.Unlock()
 			if outcome == Unknown {
 				outcome = Empty
-				c.Log.Info("memcached started with an empty cache", "memcached", line)
+				c.Log.Info(EmptyMessage, "memcached", line)
 			}
 		})
 	}()
@@ -230,10 +240,20 @@ func runOnce(ctx context.Context, c Config, restoring bool, stop <-chan os.Signa
 			}
 			conn.Close()
 			mu.Lock()
-			defer mu.Unlock()
-			if outcome == Unknown && restoring {
+			restored := outcome == Unknown && restoring
+			if restored {
 				outcome = Restored
-				c.Log.Info("memcached restored its cache from the memory file")
+			}
+			mu.Unlock()
+			if restored {
+				// How many, from memcached itself: what the operator
+				// reports of the restart.
+				items, err := countItems(ctx, c)
+				if err != nil {
+					c.Log.Info(RestoredMessage, "itemsError", err.Error())
+					return
+				}
+				c.Log.Info(RestoredMessage, "items", items)
 			}
 			return
 		}
