@@ -94,9 +94,20 @@ func converged(t *testing.T, c client.Client, key client.ObjectKey, size int32) 
 		g.Expect(d.Status.Replicas).To(Equal(size))
 		g.Expect(d.Status.ReadyReplicas).To(Equal(size))
 		g.Expect(d.Status.AvailableReplicas).To(Equal(size))
-		g.Expect(d.Status.CurrentRevision).To(Equal(d.Status.UpdateRevision))
+		g.Expect(rolledOut(d)).To(BeTrue(), "rolled out")
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	return m, d
+}
+
+// rolledOut tells whether d's pods are all of its update revision: as its
+// controller says once its rollout is complete, or, where the operator
+// rolls the pods (OnDelete, whose currentRevision its controller never
+// advances), as the pods' revisions say.
+func rolledOut(d *appsv1.StatefulSet) bool {
+	if d.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+		return d.Status.UpdatedReplicas == d.Status.Replicas
+	}
+	return d.Status.CurrentRevision == d.Status.UpdateRevision
 }
 
 // kstatusOf computes the Memcached's health as kstatus readers (Flux) see it.

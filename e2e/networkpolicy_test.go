@@ -173,7 +173,7 @@ func TestNetworkPolicyAdmitsOnlyItsClients(t *testing.T) {
 				d := &appsv1.StatefulSet{}
 				g.Expect(c.Get(ctx, key(), d)).To(Succeed())
 				g.Expect(d.Status.ReadyReplicas).To(Equal(int32(2)), "the unplaceable pod is gone")
-				g.Expect(d.Status.CurrentRevision).To(Equal(d.Status.UpdateRevision))
+				g.Expect(rolledOut(d)).To(BeTrue())
 			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 			return ctx
 		}).

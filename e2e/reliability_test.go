@@ -89,7 +89,7 @@ func TestOperatorRestartsAndFailover(t *testing.T) {
 					g.Expect(d.Status.Replicas).To(Equal(int32(2)), d.Name)
 					g.Expect(d.Status.AvailableReplicas).To(Equal(int32(2)), d.Name)
 					g.Expect(d.Status.UpdatedReplicas).To(Equal(int32(2)), d.Name)
-					g.Expect(d.Status.CurrentRevision).To(Equal(d.Status.UpdateRevision), d.Name)
+					g.Expect(rolledOut(&d)).To(BeTrue(), d.Name)
 				}
 			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 			// No writes once converged, reconciles included. (The

@@ -13,11 +13,14 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
 )
 
@@ -110,4 +113,118 @@ func memcachedStatus(p *corev1.Pod) corev1.ContainerStatus {
 		}
 	}
 	return corev1.ContainerStatus{}
+}
+
+// A new memcached image on the Memcached restarts memcached in its pods,
+// in place, one slot at a time: the same pods (UIDs, addresses) keep every
+// item, each pod says how many memcached restored, and no two slots are
+// down at once. An image that cannot start stops the change at its first
+// slot, the status names why, and the other slot keeps serving; rolling
+// back mends that slot, which restores what it saved on the way out.
+func TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache(t *testing.T) {
+	var ns string
+	var before []int
+	uids := map[string]types.UID{}
+	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "inplace"} }
+	slots := []string{"inplace-0", "inplace-1"}
+	first, next := memcachedImages()
+	const broken = "localhost/memcached:does-not-exist"
+	f := features.New("an image change keeps the cache").WithLabel("needs", "containers").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if provider != "local" {
+				t.Skip("reaches the pods' addresses from this machine: local cluster only")
+			}
+			ns = namespace(t, cfg, "inplace")
+			runningMemcached(t, cfg, key(), onRealNode(2))
+			g, k := NewWithT(t), kube(t, cfg)
+			for i, name := range slots {
+				p := &corev1.Pod{}
+				g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+				uids[name] = p.UID
+				var sets []string
+				for j := range 500 + 100*i {
+					sets = append(sets, fmt.Sprintf("set key-%d-%d 0 0 %d", i, j, len(strconv.Itoa(j))), strconv.Itoa(j))
+				}
+				out, err := session{}.run(net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(desired.DefaultContainerPort))), sets...)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(strings.Count(out, "STORED")).To(Equal(500+100*i), out)
+			}
+			before = itemsPerSlot(t, k, key(), 2)
+			g.Expect(before).To(Equal([]int{500, 600}))
+			return ctx
+		}).
+		Assess("a new image restarts memcached in place, one slot at a time, with every item", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, k := NewWithT(t), kube(t, cfg)
+			g.Expect(first).NotTo(Equal(next))
+			setImage(t, cfg, key(), next)
+			mostDown := 0
+			g.Eventually(func(g Gomega) {
+				down := 0
+				for _, name := range slots {
+					p := &corev1.Pod{}
+					g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+					if !memcachedStatus(p).Ready {
+						down++
+					}
+				}
+				mostDown = max(mostDown, down)
+				for i, name := range slots {
+					p := &corev1.Pod{}
+					g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+					g.Expect(p.UID).To(Equal(uids[name]), "the same pod")
+					g.Expect(memcachedStatus(p).Image).To(ContainSubstring(next))
+					g.Expect(p.Annotations).To(HaveKeyWithValue(desired.AnnotationWarmRestart,
+						fmt.Sprintf("memcached restored %d items from its memory file", before[i])))
+				}
+			}).WithTimeout(2*timeout).WithPolling(poll).Should(Succeed())
+			converged(t, k, key(), 2)
+			g.Expect(mostDown).To(BeNumerically("<=", 1), "one slot at a time")
+			g.Expect(itemsPerSlot(t, k, key(), 2)).To(Equal(before), "every item kept")
+			g.Eventually(func(g Gomega) {
+				g.Expect(eventsOf(g, t, cfg, key(), "RestartedWarm")).To(HaveLen(2))
+			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+			g.Expect(eventsOf(g, t, cfg, key(), "RestartedEmpty")).To(BeEmpty())
+			g.Expect(eventsOf(g, t, cfg, key(), "ReplacingPod")).To(BeEmpty())
+			return ctx
+		}).
+		Assess("an image that cannot start stops at the first slot; rolling back restores it", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, k := NewWithT(t), kube(t, cfg)
+			setImage(t, cfg, key(), broken)
+			last := types.NamespacedName{Namespace: ns, Name: slots[1]}
+			g.Eventually(func(g Gomega) {
+				m := &cachev1alpha1.Memcached{}
+				g.Expect(k.Get(ctx, key(), m)).To(Succeed())
+				c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionProgressing)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonImagePullFailed), c.Message)
+			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+			// The first slot waits, and serves what it held.
+			g.Consistently(func(g Gomega) {
+				p := &corev1.Pod{}
+				g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: slots[0]}, p)).To(Succeed())
+				s := memcachedStatus(p)
+				g.Expect(s.Ready).To(BeTrue())
+				g.Expect(s.Image).To(ContainSubstring(next))
+			}).WithTimeout(10 * time.Second).WithPolling(time.Second).Should(Succeed())
+			g.Expect(itemsPerSlot(t, k, key(), 1)).To(Equal(before[:1]))
+
+			setImage(t, cfg, key(), next)
+			converged(t, k, key(), 2)
+			p := &corev1.Pod{}
+			g.Expect(k.Get(ctx, last, p)).To(Succeed())
+			g.Expect(p.UID).To(Equal(uids[slots[1]]), "the same pod")
+			g.Expect(p.Annotations).To(HaveKeyWithValue(desired.AnnotationWarmRestart,
+				fmt.Sprintf("memcached restored %d items from its memory file", before[1])), "saved on the way to the broken image")
+			g.Expect(itemsPerSlot(t, k, key(), 2)).To(Equal(before))
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// setImage sets spec.image of the Memcached key.
+func setImage(t *testing.T, cfg *envconf.Config, key client.ObjectKey, image string) {
+	t.Helper()
+	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	patch := fmt.Sprintf(`{"spec":{"image":%q}}`, image)
+	NewWithT(t).Expect(kube(t, cfg).Patch(context.Background(), m, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
 }

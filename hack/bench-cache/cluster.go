@@ -159,7 +159,7 @@ func converged(ctx context.Context, c client.Client, key client.ObjectKey, size 
 			return false, nil
 		}
 		if d.Status.ObservedGeneration != d.Generation || d.Status.UpdatedReplicas != size || d.Status.Replicas != size ||
-			d.Status.ReadyReplicas != size || *d.Spec.Replicas != size || d.Status.CurrentRevision != d.Status.UpdateRevision {
+			d.Status.ReadyReplicas != size || *d.Spec.Replicas != size || (d.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType && d.Status.CurrentRevision != d.Status.UpdateRevision) {
 			return false, nil
 		}
 		pods, err := podsOf(ctx, c, m)

@@ -108,6 +108,17 @@ const (
 	// place: the pods were restarted to mount it. Absent until that
 	// happens.
 	AnnotationRestartedFor = "cache.example.com/restarted-for"
+	// AnnotationPodShape, on the pod template of pods that run memcached
+	// warm, is a digest of the template but its containers' images: a
+	// pod whose shape is the template's is brought to it in place, by
+	// setting its images (see StatefulSet).
+	AnnotationPodShape = "cache.example.com/pod-shape"
+	// AnnotationRestartingFrom, on a pod, is the ID of the memcached
+	// container the operator restarted in place for new images, until the
+	// restart is confirmed; AnnotationWarmRestart then says what memcached
+	// kept, as the warm runner read it from memcached.
+	AnnotationRestartingFrom = "cache.example.com/restarting-from"
+	AnnotationWarmRestart    = "cache.example.com/warm-restart"
 
 	// ReloaderContainerName is the container that has memcached load new
 	// Secret content in place (cmd/reloader), in the pods of a Memcached

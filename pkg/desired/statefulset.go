@@ -1,6 +1,9 @@
 package desired
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -22,7 +25,11 @@ import (
 //
 // The pods are made and removed all at once on a scale (Parallel: slots do
 // not depend on each other), and a change rolls one slot at a time, from
-// the last, each only once the one before is ready.
+// the last, each only once the one before is ready. Where memcached runs
+// warm, the operator rolls them (OnDelete): a change of images only is
+// made in place, on the pod, and memcached's container restarts with its
+// cache; the template's AnnotationPodShape tells a pod whether it can be.
+// Other changes replace the pod, as the StatefulSet controller would.
 //
 // The pods mount the Secrets of spec.tls and spec.auth. With a reloader
 // they load new content in place, and the template changes only when a
@@ -49,6 +56,11 @@ func StatefulSet(m *cachev1alpha1.Memcached, images Images, digests SecretDigest
 	if len(annotations) > 0 {
 		template.WithAnnotations(annotations)
 	}
+	strategy := appsv1.RollingUpdateStatefulSetStrategyType
+	if RunsWarm(m, images) {
+		strategy = appsv1.OnDeleteStatefulSetStrategyType
+		template.WithAnnotations(map[string]string{AnnotationPodShape: podShape(template)})
+	}
 	return appsv1ac.StatefulSet(m.Name, m.Namespace).
 		WithLabels(Labels(m)).
 		WithOwnerReferences(ownerReference(m)).
@@ -58,7 +70,7 @@ func StatefulSet(m *cachev1alpha1.Memcached, images Images, digests SecretDigest
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(m))).
 			WithPodManagementPolicy(appsv1.ParallelPodManagement).
 			WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().
-				WithType(appsv1.RollingUpdateStatefulSetStrategyType)).
+				WithType(strategy)).
 			WithTemplate(template))
 }
 
@@ -74,4 +86,31 @@ func podLabels(m *cachev1alpha1.Memcached) map[string]string {
 	l := stringMap(m.Spec.PodLabels)
 	maps.Copy(l, Labels(m))
 	return l
+}
+
+// podShape is a digest of template with its containers' images left out:
+// two templates of the same shape differ in images at most, which a pod
+// can take in place.
+func podShape(template *corev1ac.PodTemplateSpecApplyConfiguration) string {
+	t := *template
+	spec := *t.Spec
+	t.Spec = &spec
+	spec.InitContainers = withoutImages(spec.InitContainers)
+	spec.Containers = withoutImages(spec.Containers)
+	b, err := json.Marshal(t)
+	if err != nil {
+		// Apply configurations are plain data.
+		panic(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+func withoutImages(cs []corev1ac.ContainerApplyConfiguration) []corev1ac.ContainerApplyConfiguration {
+	out := make([]corev1ac.ContainerApplyConfiguration, len(cs))
+	for i, c := range cs {
+		c.Image = nil
+		out[i] = c
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
@@ -71,4 +72,63 @@ func TestWarmPodsMapTheirMemoryFromTheMemoryVolume(t *testing.T) {
 	cold := StatefulSet(memcached("cache", cachev1alpha1.MemcachedSpec{MemoryLimitMiB: ptr.To[int32](16)}), images, SecretDigests{}).Spec.Template.Spec
 	g.Expect(cold.Containers[0].Command[0]).To(Equal("memcached"))
 	g.Expect(cold.InitContainers).To(BeEmpty())
+}
+
+// Where memcached runs warm the operator rolls the pods (OnDelete), and a
+// pod takes in place a template of its shape: one that differs in images
+// only, memcached's or the operator's. Anything else is another shape,
+// which replaces the pod.
+func TestOnlyImagesKeepThePodShape(t *testing.T) {
+	withOperator := Images{Memcached: "memcached:1", Exporter: "exporter:1", Reloader: "operator:1"}
+	base := cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2), Monitoring: &cachev1alpha1.MonitoringSpec{Enabled: true}}
+	shape := func(spec cachev1alpha1.MemcachedSpec, images Images) string {
+		return StatefulSet(memcached("cache", spec), images, SecretDigests{}).Spec.Template.Annotations[AnnotationPodShape]
+	}
+	g := NewWithT(t)
+	was := shape(base, withOperator)
+	g.Expect(was).NotTo(BeEmpty())
+	g.Expect(*StatefulSet(memcached("cache", base), withOperator, SecretDigests{}).Spec.UpdateStrategy.Type).To(Equal(appsv1.OnDeleteStatefulSetStrategyType))
+
+	same := []struct {
+		name   string
+		spec   func(*cachev1alpha1.MemcachedSpec)
+		images Images
+	}{
+		{"memcached's image", func(s *cachev1alpha1.MemcachedSpec) { s.Image = "memcached:2" }, withOperator},
+		{"the operator's images", func(*cachev1alpha1.MemcachedSpec) {}, Images{Memcached: "memcached:1", Exporter: "exporter:2", Reloader: "operator:2"}},
+		{"the size", func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](5) }, withOperator},
+	}
+	for _, tt := range same {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := *base.DeepCopy()
+			tt.spec(&spec)
+			NewWithT(t).Expect(shape(spec, tt.images)).To(Equal(was))
+		})
+	}
+	other := []struct {
+		name string
+		spec func(*cachev1alpha1.MemcachedSpec)
+	}{
+		{"threads", func(s *cachev1alpha1.MemcachedSpec) { s.Threads = ptr.To[int32](8) }},
+		{"the memory limit", func(s *cachev1alpha1.MemcachedSpec) { s.MemoryLimitMiB = ptr.To[int32](128) }},
+		{"a pod label", func(s *cachev1alpha1.MemcachedSpec) {
+			s.PodLabels = map[string]cachev1alpha1.LabelValue{"team": "a"}
+		}},
+		{"resources", func(s *cachev1alpha1.MemcachedSpec) {
+			s.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}
+		}},
+	}
+	for _, tt := range other {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := *base.DeepCopy()
+			tt.spec(&spec)
+			NewWithT(t).Expect(shape(spec, withOperator)).NotTo(Equal(was))
+		})
+	}
+
+	// Pods that do not run warm roll as the StatefulSet controller rolls
+	// them, and carry no shape.
+	set := StatefulSet(memcached("cache", base), testImages, SecretDigests{})
+	g.Expect(*set.Spec.UpdateStrategy.Type).To(Equal(appsv1.RollingUpdateStatefulSetStrategyType))
+	g.Expect(set.Spec.Template.Annotations).NotTo(HaveKey(AnnotationPodShape))
 }

@@ -48,6 +48,42 @@ type Pod struct {
 	// new Secret content in place (its termination message), when it
 	// could not; the operator then restarts the pods.
 	ReloadFailed string `json:"reloadFailed,omitempty"`
+
+	// Revision is the pod's controller-revision-hash label: the revision
+	// of its StatefulSet it runs.
+	Revision string `json:"revision,omitempty"`
+	// Shape is the pod's desired.AnnotationPodShape: which templates it
+	// can take in place.
+	Shape string `json:"shape,omitempty"`
+	// Ready: the pod's Ready condition is True.
+	Ready bool `json:"ready,omitempty"`
+	// Deleting: the pod is being deleted.
+	Deleting bool `json:"deleting,omitempty"`
+	// Images are the pod's containers and their images, in the pod's
+	// order: the init containers first.
+	Images []ContainerImage `json:"images,omitempty"`
+	// MemcachedID is the ID of the memcached container's current run.
+	MemcachedID string `json:"memcachedID,omitempty"`
+	// RestartingFrom is the pod's desired.AnnotationRestartingFrom: the
+	// memcached container the operator restarted in place, until it
+	// confirmed the restart.
+	RestartingFrom string `json:"restartingFrom,omitempty"`
+}
+
+// ContainerImage is a container of a pod's spec and its image.
+type ContainerImage struct {
+	Name  string `json:"name"`
+	Image string `json:"image"`
+	// Init: an init container.
+	Init bool `json:"init,omitempty"`
+}
+
+// Key names the container among a pod's containers and init containers.
+func (c ContainerImage) Key() string {
+	if c.Init {
+		return "init/" + c.Name
+	}
+	return c.Name
 }
 
 // ContainerProblem is the state of a container that is not ready.
@@ -85,9 +121,29 @@ func SummarizePod(p *corev1.Pod) *Pod {
 		s.Controller, s.StatefulSet = ref.UID, ref.Name
 	}
 	s.IP = p.Status.PodIP
+	s.Revision = p.Labels[appsv1.ControllerRevisionHashLabelKey]
+	s.Shape = p.Annotations[desired.AnnotationPodShape]
+	s.RestartingFrom = p.Annotations[desired.AnnotationRestartingFrom]
 	if p.DeletionTimestamp != nil {
 		// Going away: what it says no longer stands in the way.
+		s.Deleting = true
 		return s
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			s.Ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	for _, c := range p.Spec.InitContainers {
+		s.Images = append(s.Images, ContainerImage{Name: c.Name, Image: c.Image, Init: true})
+	}
+	for _, c := range p.Spec.Containers {
+		s.Images = append(s.Images, ContainerImage{Name: c.Name, Image: c.Image})
+	}
+	for _, st := range p.Status.ContainerStatuses {
+		if st.Name == desired.ContainerName {
+			s.MemcachedID = st.ContainerID
+		}
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {

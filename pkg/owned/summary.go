@@ -103,6 +103,10 @@ type Summary struct {
 	// desired.AnnotationRestartedFor: the Secret content its pods were
 	// last restarted for, which the operator applies again.
 	RestartedFor string `json:"restartedFor,omitempty"`
+	// OnDelete: a StatefulSet whose pods the operator rolls (the OnDelete
+	// update strategy); its controller never advances
+	// status.currentRevision then.
+	OnDelete bool `json:"onDelete,omitempty"`
 }
 
 // Kind is the kind of object s summarizes.
@@ -139,6 +143,7 @@ func SummarizeAnswer(obj client.Object) (*Summary, error) {
 		s.Selector = o.Spec.Selector
 		s.Status = o.Status
 		s.RestartedFor = o.Spec.Template.Annotations[desired.AnnotationRestartedFor]
+		s.OnDelete = o.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType
 	case *appsv1.Deployment:
 		s.TypeMeta = metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: string(KindDeployment)}
 		s.Replicas = o.Spec.Replicas

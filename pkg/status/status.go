@@ -78,6 +78,10 @@ type Observation struct {
 	// Certificate is memcached's certificate (spec.tls), valid now for the
 	// Service's name; nil without TLS or when the Secret has a problem.
 	Certificate *material.Certificate
+	// Rolling is what the operator does to roll the pods, where it rolls
+	// them (memcached warm): which pod restarts in place or is replaced,
+	// or what the next slot waits for.
+	Rolling string
 }
 
 // SecretProblem is why a Secret a Memcached names cannot be used.
@@ -304,6 +308,9 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
 		r.reason = cachev1alpha1.ReasonReloadFailed
 		r.message = "A pod could not load the new Secret content in place; the pods restart one at a time to mount it: " + r.message
 	}
+	if obs.Rolling != "" {
+		r.message += "; " + obs.Rolling
+	}
 	return r
 }
 
@@ -336,7 +343,7 @@ func statefulSetRollout(d *owned.Summary, want int32) rollout {
 		return inProgress("%d of %d pods updated", st.UpdatedReplicas, want)
 	case st.AvailableReplicas < want:
 		return inProgress("%d of %d pods available", st.AvailableReplicas, want)
-	case st.UpdateRevision != "" && st.CurrentRevision != st.UpdateRevision:
+	case st.UpdateRevision != "" && st.CurrentRevision != st.UpdateRevision && !d.OnDelete:
 		return inProgress("StatefulSet %s is completing its rollout", d.Name)
 	}
 	return rollout{phase: rolloutComplete, message: fmt.Sprintf("%d of %d pods updated and available", st.AvailableReplicas, want)}

@@ -124,7 +124,20 @@ func TestProgressing(t *testing.T) {
 		{"foreign", mc(3), Observation{NotOwned: []owned.Kind{owned.KindStatefulSet}}, metav1.ConditionFalse, cachev1alpha1.ReasonStatefulSetNotOwned},
 		{"refused", mc(3), Observation{Failed: []error{refused}}, metav1.ConditionFalse, cachev1alpha1.ReasonApplyFailed},
 		{"foreign Service", mc(3), foreignService, metav1.ConditionFalse, cachev1alpha1.ReasonServiceNotOwned},
+		{"its controller completing a rollout", mc(3), Observation{StatefulSet: completing(false)}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
+		// Its controller never advances currentRevision under OnDelete.
+		{"rolled by the operator", mc(3), Observation{StatefulSet: completing(true)}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
 	})
+}
+
+// completing is a StatefulSet whose every pod is updated and available and
+// whose currentRevision is still the one before: one its controller rolls
+// completes then, one the operator rolls (onDelete) is complete.
+func completing(onDelete bool) *owned.Summary {
+	d := statefulSet(3, 3, 3, 3, 2)
+	d.Status.CurrentRevision = "cache-1"
+	d.OnDelete = onDelete
+	return d
 }
 
 // replacing is a Memcached whose last status said its Deployment was

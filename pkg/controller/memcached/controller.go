@@ -76,6 +76,10 @@ type Reconciler struct {
 	// patching Memcacheds. Off: such a Deployment is left as it is, and the
 	// status says why.
 	TakeOver bool
+	// Logs reads the start of a memcached container's log, where the warm
+	// runner says what memcached restored: the operator confirms each
+	// restart in place by it before the next slot's.
+	Logs PodLogs
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 
@@ -94,7 +98,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=list
 

@@ -33,6 +33,8 @@ var phases = []struct {
 	run  phase
 }{
 	{"StatefulSet", reconcileStatefulSet},
+	// After the StatefulSet's, whose apply it brings the pods to.
+	{"rollout", reconcileRollout},
 	{"Service", reconcileService},
 	{"PodDisruptionBudget", reconcileBudget},
 	{"NetworkPolicy", reconcileNetworkPolicy},

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,6 +59,10 @@ type scope struct {
 	// replacing: the StatefulSet's phase is replacing a Deployment of the
 	// Memcached, whose pods the Service and NetworkPolicy select too.
 	replacing bool
+	// desiredSet is the StatefulSet the StatefulSet's phase applied (nil
+	// when it held it as it is): the rollout's phase brings the pods to
+	// its template.
+	desiredSet *appsv1ac.StatefulSetApplyConfiguration
 }
 
 func newScope(r *Reconciler, m *cachev1alpha1.Memcached) *scope {

@@ -96,6 +96,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Schemas:          schemas,
 		Images:           o.Images,
 		Secrets:          watcher,
+		Logs:             ClientsetLogs{Clientset: clientset},
 		ReplacedManagers: o.ReplacedManagers,
 		TakeOver:         o.TakeOver,
 	}

@@ -95,7 +95,8 @@ func reconcileStatefulSet(ctx context.Context, s *scope) (ctrl.Result, error) {
 		}
 		digests := s.restartFor(current, mounted.digests)
 		s.obs.RestartingForReload = digests.RestartedFor != "" && digests.RestartedFor == digests.Combined()
-		set, err = s.apply(ctx, statefulSets, current, desired.StatefulSet(s.m, s.Images, digests))
+		s.desiredSet = desired.StatefulSet(s.m, s.Images, digests)
+		set, err = s.apply(ctx, statefulSets, current, s.desiredSet)
 	}
 	s.obs.StatefulSet = set.obj
 	s.obs.StatefulSetChanged = set.changed

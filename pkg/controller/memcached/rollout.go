@@ -1,0 +1,359 @@
+package memcached
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/owned"
+	"github.com/example/memcached-operator/pkg/warm"
+)
+
+// Where memcached runs warm, the operator rolls the StatefulSet's pods
+// (its update strategy is OnDelete), one slot at a time from the last, as
+// the StatefulSet controller would, with one difference: a pod whose shape
+// is the template's (desired.AnnotationPodShape: they differ in images
+// only) is not replaced but brought to the template in place. The
+// operator sets its images and its revision label; the kubelet restarts
+// the containers whose image changed, and memcached's, stopped by the
+// warm runner, saves its cache and restores it. The next slot waits until
+// the restart is confirmed: the pod ready on a new memcached container,
+// whose runner said how many items memcached restored (its log), which the
+// pod's desired.AnnotationWarmRestart and an event then tell.
+//
+// Another change (threads, the memory limit, labels) replaces the pod: the
+// operator deletes it, the StatefulSet controller makes it anew from the
+// template, and its cache starts empty, which an event says. Pods that are
+// not ready are brought to the template first, all at once: they serve
+// nothing, and a change that mends them (a rollback of an image that
+// cannot start) must not wait for them.
+
+// Event reasons of the operator's rollout.
+const (
+	eventRestartingInPlace = "RestartingInPlace"
+	eventRestartedWarm     = "RestartedWarm"
+	eventRestartedEmpty    = "RestartedEmpty"
+	eventReplacingPod      = "ReplacingPod"
+)
+
+// logLimitBytes is how much of the start of a memcached container's log is
+// read for the runner's word on the restore: its lines come first, before
+// memcached's own (all of them at -vv).
+const logLimitBytes = 64 << 10
+
+// noContainer is desired.AnnotationRestartingFrom of a pod restarted in
+// place while no memcached container ran in it.
+const noContainer = "none"
+
+// PodLogs reads the start of the log of a container's current run.
+type PodLogs interface {
+	Head(ctx context.Context, namespace, pod, container string, limitBytes int64) ([]byte, error)
+}
+
+// ClientsetLogs reads logs through the apiserver (pods/log).
+type ClientsetLogs struct{ Clientset kubernetes.Interface }
+
+// Head implements PodLogs.
+func (l ClientsetLogs) Head(ctx context.Context, namespace, pod, container string, limitBytes int64) ([]byte, error) {
+	return l.Clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, LimitBytes: &limitBytes}).DoRaw(ctx)
+}
+
+// reconcileRollout is the rollout's phase: one step of bringing the pods
+// of a StatefulSet the operator rolls to its update revision.
+func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
+	set, want := s.obs.StatefulSet, s.desiredSet
+	if set == nil || want == nil || !set.OnDelete || s.replacing {
+		return ctrl.Result{}, nil
+	}
+	st := set.Status
+	if st.ObservedGeneration < set.Generation || st.UpdateRevision == "" {
+		// Its controller's next status is an event.
+		return ctrl.Result{}, nil
+	}
+	replicas := desired.Replicas(s.m)
+	var slots, outdated, notReadyOutdated []*owned.Pod
+	waiting := ""
+	for _, p := range s.obs.Pods {
+		k, ok := ordinal(p.Name, s.m.Name)
+		if !ok || k >= replicas {
+			continue // a removed slot's: its controller removes it
+		}
+		slots = append(slots, p)
+		switch {
+		case p.Deleting:
+			waiting = fmt.Sprintf("pod %s is being replaced", p.Name)
+		case p.Revision != st.UpdateRevision && !p.Ready:
+			// A restart of it that does not get on (an image that cannot
+			// start) is mended by the next change.
+			notReadyOutdated = append(notReadyOutdated, p)
+		case p.Revision != st.UpdateRevision:
+			outdated = append(outdated, p)
+			if p.RestartingFrom != "" {
+				waiting = fmt.Sprintf("memcached is restarting in place in pod %s", p.Name)
+			}
+		case p.RestartingFrom != "":
+			if !restarted(p, want) {
+				waiting = fmt.Sprintf("memcached is restarting in place in pod %s", p.Name)
+				continue
+			}
+			if err := s.confirmRestart(ctx, p, want); err != nil {
+				return ctrl.Result{}, err
+			}
+		case !p.Ready:
+			waiting = fmt.Sprintf("pod %s is not ready", p.Name)
+		}
+	}
+	// Pods that serve nothing first, all at once.
+	for _, p := range notReadyOutdated {
+		if err := s.bringToTemplate(ctx, p, st.UpdateRevision, want); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if len(notReadyOutdated) > 0 || len(outdated) == 0 {
+		return ctrl.Result{}, nil
+	}
+	if waiting != "" || int32(len(slots)) < replicas {
+		// The pods' next news is an event.
+		if s.obs.Rolling == "" && waiting != "" {
+			s.obs.Rolling = "the next slot waits: " + waiting
+		}
+		return ctrl.Result{}, nil
+	}
+	last := slices.MaxFunc(outdated, func(a, b *owned.Pod) int {
+		i, _ := ordinal(a.Name, s.m.Name)
+		j, _ := ordinal(b.Name, s.m.Name)
+		return int(i - j)
+	})
+	return ctrl.Result{}, s.bringToTemplate(ctx, last, st.UpdateRevision, want)
+}
+
+// ordinal is the slot of the pod name of the StatefulSet set.
+func ordinal(name, set string) (int32, bool) {
+	rest, ok := strings.CutPrefix(name, set+"-")
+	if !ok {
+		return 0, false
+	}
+	k, err := strconv.ParseInt(rest, 10, 32)
+	return int32(k), err == nil
+}
+
+// bringToTemplate brings p to revision, want's template: in place when p
+// has its shape, by replacing p otherwise.
+func (s *scope) bringToTemplate(ctx context.Context, p *owned.Pod, revision string, want *appsv1ac.StatefulSetApplyConfiguration) error {
+	shape := want.Spec.Template.Annotations[desired.AnnotationPodShape]
+	if p.Shape == "" || p.Shape != shape {
+		return s.replacePod(ctx, p)
+	}
+	images := templateImages(want)
+	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": p.UID}}
+	restarts := false
+	for i, c := range p.Images {
+		image, ok := images[c.Key()]
+		if !ok {
+			// Not the template's containers: another's change; replace.
+			return s.replacePod(ctx, p)
+		}
+		if image == c.Image {
+			continue
+		}
+		list := "containers"
+		if c.Init {
+			list = "initContainers"
+		} else {
+			i -= initContainers(p)
+			restarts = restarts || c.Name == desired.ContainerName
+		}
+		at := fmt.Sprintf("/spec/%s/%d", list, i)
+		ops = append(ops,
+			map[string]any{"op": "test", "path": at + "/name", "value": c.Name},
+			map[string]any{"op": "replace", "path": at + "/image", "value": image})
+	}
+	ops = append(ops, map[string]any{"op": "add", "path": "/metadata/labels/" + jsonPointerEscape("controller-revision-hash"), "value": revision})
+	if restarts {
+		from := p.MemcachedID
+		if from == "" {
+			from = noContainer // none runs: an image that could not start
+		}
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationRestartingFrom), "value": from})
+		ctrl.LoggerFrom(ctx).Info("Restarting memcached in place for a new image", "pod", p.Name, "revision", revision)
+		s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventRestartingInPlace, "Restart",
+			"Pod %s: memcached restarts in place with image %s, saving its cache to restore it", p.Name, images[owned.ContainerImage{Name: desired.ContainerName}.Key()])
+		s.obs.Rolling = fmt.Sprintf("memcached restarts in place in pod %s, keeping its cache", p.Name)
+	} else {
+		ctrl.LoggerFrom(ctx).Info("Bringing a pod to the template in place", "pod", p.Name, "revision", revision)
+	}
+	return s.patchPod(ctx, p, ops)
+}
+
+// replacePod deletes p, which its StatefulSet's controller makes anew from
+// the template: its cache starts empty.
+func (s *scope) replacePod(ctx context.Context, p *owned.Pod) error {
+	ctrl.LoggerFrom(ctx).Info("Replacing a pod: the change needs a new one", "pod", p.Name)
+	uid := p.UID
+	err := s.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}, client.Preconditions{UID: &uid})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting pod %s: %w", p.Name, err)
+	}
+	s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventReplacingPod, "Replace",
+		"Pod %s is replaced: the change is more than images, which needs a new pod; its cache starts empty", p.Name)
+	s.obs.Rolling = fmt.Sprintf("pod %s is replaced, its cache starting empty: the change is more than images", p.Name)
+	return nil
+}
+
+// restarted tells whether memcached restarted in p since the operator
+// changed its image, and serves: the pod is ready on another memcached
+// container, of want's image.
+func restarted(p *owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration) bool {
+	if !p.Ready || p.MemcachedID == "" || p.MemcachedID == p.RestartingFrom {
+		return false
+	}
+	images := templateImages(want)
+	for _, c := range p.Images {
+		if c.Name == desired.ContainerName && !c.Init {
+			return images[c.Key()] == c.Image
+		}
+	}
+	return false
+}
+
+// confirmRestart reads what the warm runner of p's restarted memcached
+// said of its cache, and tells it: on the pod (desired.AnnotationWarmRestart,
+// which ends the restart) and in an event.
+func (s *scope) confirmRestart(ctx context.Context, p *owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration) error {
+	log, err := s.Logs.Head(ctx, p.Namespace, p.Name, desired.ContainerName, logLimitBytes)
+	if err != nil {
+		return fmt.Errorf("reading the log of pod %s's memcached: %w", p.Name, err)
+	}
+	said := runnerSaid(log)
+	image := templateImages(want)[owned.ContainerImage{Name: desired.ContainerName}.Key()]
+	ctrl.LoggerFrom(ctx).Info("memcached restarted in place", "pod", p.Name, "restored", said.restored, "items", said.items)
+	if said.restored {
+		s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventRestartedWarm, "Restart",
+			"Pod %s restarted memcached in place with image %s: %s", p.Name, image, said)
+	} else {
+		s.Recorder.Eventf(s.m, nil, corev1.EventTypeWarning, eventRestartedEmpty, "Restart",
+			"Pod %s restarted memcached in place with image %s, and its cache is empty: %s", p.Name, image, said)
+	}
+	return s.patchPod(ctx, p, []map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": p.UID},
+		{"op": "remove", "path": "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationRestartingFrom)},
+		{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationWarmRestart), "value": said.String()},
+	})
+}
+
+// restartWord is what the warm runner said of a memcached's start.
+type restartWord struct {
+	restored bool
+	// items restored, as memcached counted them; -1 when it could not be
+	// asked (itemsError).
+	items      int
+	itemsError string
+	// empty is what memcached said when it started empty.
+	empty string
+}
+
+func (w restartWord) String() string {
+	switch {
+	case w.restored && w.items >= 0:
+		return fmt.Sprintf("memcached restored %d items from its memory file", w.items)
+	case w.restored:
+		return "memcached restored its cache from its memory file; counting its items failed: " + w.itemsError
+	case w.empty != "":
+		return "memcached started with an empty cache: " + w.empty
+	}
+	return "the warm runner said nothing of a restore at the start of memcached's log"
+}
+
+// runnerSaid reads the warm runner's lines (JSON) in the start of a
+// memcached container's log.
+func runnerSaid(log []byte) restartWord {
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 0, 64<<10), logLimitBytes)
+	for sc.Scan() {
+		var line struct {
+			Msg        string `json:"msg"`
+			Items      *int   `json:"items"`
+			ItemsError string `json:"itemsError"`
+			Memcached  string `json:"memcached"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil {
+			continue // memcached's own
+		}
+		switch line.Msg {
+		case warm.RestoredMessage:
+			w := restartWord{restored: true, items: -1, itemsError: line.ItemsError}
+			if line.Items != nil {
+				w.items = *line.Items
+			}
+			return w
+		case warm.EmptyMessage:
+			return restartWord{empty: line.Memcached}
+		}
+	}
+	return restartWord{}
+}
+
+// patchPod sends a JSON patch of p: one that tests p's UID never reaches
+// another pod of its name, and never creates one.
+func (s *scope) patchPod(ctx context.Context, p *owned.Pod, ops []map[string]any) error {
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+	err = s.Client.Patch(ctx, pod, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(owned.FieldManager))
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil // replaced meanwhile: its successor is the template's
+	case apierrors.IsInvalid(err) && strings.Contains(err.Error(), "test"):
+		// Another pod of the name, or its containers moved: the next
+		// reconcile reads it anew.
+		return nil
+	case err != nil:
+		return fmt.Errorf("patching pod %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// templateImages are the images of want's pod template, by container.
+func templateImages(want *appsv1ac.StatefulSetApplyConfiguration) map[string]string {
+	spec := want.Spec.Template.Spec
+	images := map[string]string{}
+	for _, c := range spec.InitContainers {
+		images[owned.ContainerImage{Name: *c.Name, Init: true}.Key()] = *c.Image
+	}
+	for _, c := range spec.Containers {
+		images[owned.ContainerImage{Name: *c.Name}.Key()] = *c.Image
+	}
+	return images
+}
+
+func initContainers(p *owned.Pod) int {
+	n := 0
+	for _, c := range p.Images {
+		if c.Init {
+			n++
+		}
+	}
+	return n
+}
+
+// jsonPointerEscape escapes a map key for a JSON pointer (RFC 6901).
+func jsonPointerEscape(key string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
+}
