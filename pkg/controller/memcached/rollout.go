@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -160,7 +161,13 @@ func (s *scope) bringToTemplate(ctx context.Context, p *owned.Pod, revision stri
 		return s.replacePod(ctx, p)
 	}
 	images := templateImages(want)
-	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": p.UID}}
+	revisionLabel := "/metadata/labels/" + jsonPointerEscape(appsv1.ControllerRevisionHashLabelKey)
+	ops := []map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": p.UID},
+		// As the store holds it: a patch sent already, whose pod the store
+		// has not caught up with, is not sent twice.
+		{"op": "test", "path": revisionLabel, "value": p.Revision},
+	}
 	restarts := false
 	for i, c := range p.Images {
 		image, ok := images[c.Key()]
@@ -183,21 +190,25 @@ func (s *scope) bringToTemplate(ctx context.Context, p *owned.Pod, revision stri
 			map[string]any{"op": "test", "path": at + "/name", "value": c.Name},
 			map[string]any{"op": "replace", "path": at + "/image", "value": image})
 	}
-	ops = append(ops, map[string]any{"op": "add", "path": "/metadata/labels/" + jsonPointerEscape("controller-revision-hash"), "value": revision})
-	if restarts {
-		from := p.MemcachedID
-		if from == "" {
-			from = noContainer // none runs: an image that could not start
-		}
-		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationRestartingFrom), "value": from})
-		ctrl.LoggerFrom(ctx).Info("Restarting memcached in place for a new image", "pod", p.Name, "revision", revision)
+	ops = append(ops, map[string]any{"op": "replace", "path": revisionLabel, "value": revision})
+	if !restarts {
+		ctrl.LoggerFrom(ctx).Info("Bringing a pod to the template in place", "pod", p.Name, "revision", revision)
+		_, err := s.patchPod(ctx, p, ops)
+		return err
+	}
+	from := p.MemcachedID
+	if from == "" {
+		from = noContainer // none runs: an image that could not start
+	}
+	ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationRestartingFrom), "value": from})
+	ctrl.LoggerFrom(ctx).Info("Restarting memcached in place for a new image", "pod", p.Name, "revision", revision)
+	sent, err := s.patchPod(ctx, p, ops)
+	if sent {
 		s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventRestartingInPlace, "Restart",
 			"Pod %s: memcached restarts in place with image %s, saving its cache to restore it", p.Name, images[owned.ContainerImage{Name: desired.ContainerName}.Key()])
 		s.obs.Rolling = fmt.Sprintf("memcached restarts in place in pod %s, keeping its cache", p.Name)
-	} else {
-		ctrl.LoggerFrom(ctx).Info("Bringing a pod to the template in place", "pod", p.Name, "revision", revision)
 	}
-	return s.patchPod(ctx, p, ops)
+	return err
 }
 
 // replacePod deletes p, which its StatefulSet's controller makes anew from
@@ -242,18 +253,24 @@ func (s *scope) confirmRestart(ctx context.Context, p *owned.Pod, want *appsv1ac
 	said := runnerSaid(log)
 	image := templateImages(want)[owned.ContainerImage{Name: desired.ContainerName}.Key()]
 	ctrl.LoggerFrom(ctx).Info("memcached restarted in place", "pod", p.Name, "restored", said.restored, "items", said.items)
-	if said.restored {
+	restarting := "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationRestartingFrom)
+	sent, err := s.patchPod(ctx, p, []map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": p.UID},
+		// Told once, whatever the store holds yet.
+		{"op": "test", "path": restarting, "value": p.RestartingFrom},
+		{"op": "remove", "path": restarting},
+		{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationWarmRestart), "value": said.String()},
+	})
+	switch {
+	case !sent:
+	case said.restored:
 		s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventRestartedWarm, "Restart",
 			"Pod %s restarted memcached in place with image %s: %s", p.Name, image, said)
-	} else {
+	default:
 		s.Recorder.Eventf(s.m, nil, corev1.EventTypeWarning, eventRestartedEmpty, "Restart",
 			"Pod %s restarted memcached in place with image %s, and its cache is empty: %s", p.Name, image, said)
 	}
-	return s.patchPod(ctx, p, []map[string]any{
-		{"op": "test", "path": "/metadata/uid", "value": p.UID},
-		{"op": "remove", "path": "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationRestartingFrom)},
-		{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationWarmRestart), "value": said.String()},
-	})
+	return err
 }
 
 // restartWord is what the warm runner said of a memcached's start.
@@ -308,26 +325,28 @@ func runnerSaid(log []byte) restartWord {
 	return restartWord{}
 }
 
-// patchPod sends a JSON patch of p: one that tests p's UID never reaches
-// another pod of its name, and never creates one.
-func (s *scope) patchPod(ctx context.Context, p *owned.Pod, ops []map[string]any) error {
+// patchPod sends a JSON patch of p, and tells whether the apiserver
+// applied it. Its tests (p's UID, what p held as the store saw it) keep it
+// from another pod of p's name and from a pod already patched: a patch
+// whose test fails is not applied, and the next reconcile reads the pod
+// anew. A JSON patch never creates a pod.
+func (s *scope) patchPod(ctx context.Context, p *owned.Pod, ops []map[string]any) (bool, error) {
 	patch, err := json.Marshal(ops)
 	if err != nil {
-		return err
+		return false, err
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 	err = s.Client.Patch(ctx, pod, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(owned.FieldManager))
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil // replaced meanwhile: its successor is the template's
+		return false, nil // replaced meanwhile: its successor is the template's
 	case apierrors.IsInvalid(err) && strings.Contains(err.Error(), "test"):
-		// Another pod of the name, or its containers moved: the next
-		// reconcile reads it anew.
-		return nil
+		ctrl.LoggerFrom(ctx).V(1).Info("Not patching a pod the store holds an older version of", "pod", p.Name)
+		return false, nil
 	case err != nil:
-		return fmt.Errorf("patching pod %s: %w", p.Name, err)
+		return false, fmt.Errorf("patching pod %s: %w", p.Name, err)
 	}
-	return nil
+	return true, nil
 }
 
 // templateImages are the images of want's pod template, by container.
