@@ -179,6 +179,24 @@ func TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache(t *testing.T) {
 			}).WithTimeout(2*timeout).WithPolling(poll).Should(Succeed())
 			converged(t, k, key(), 2)
 			g.Expect(mostDown).To(BeNumerically("<=", 1), "one slot at a time")
+			// The last slot first, and the next asked to stop only once
+			// it ran again: stopped at least its preStop's sleep later
+			// (the kubelet's times are in seconds).
+			var pods [2]corev1.Pod
+			for i, name := range slots {
+				g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &pods[i])).To(Succeed())
+			}
+			started := memcachedStatus(&pods[1]).State.Running.StartedAt
+			stopped := memcachedStatus(&pods[0]).LastTerminationState.Terminated.FinishedAt
+			t.Logf("slot 1's memcached ran again at %s, slot 0's stopped at %s", started, stopped)
+			var preStop time.Duration
+			for _, c := range pods[0].Spec.Containers {
+				if c.Name == desired.ContainerName {
+					preStop = time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+				}
+			}
+			g.Expect(preStop).To(BeNumerically(">", time.Second))
+			g.Expect(stopped.Sub(started.Time)).To(BeNumerically(">=", preStop-time.Second), "slot 0 asked to stop only once slot 1 ran again")
 			g.Expect(itemsPerSlot(t, k, key(), 2)).To(Equal(before), "every item kept")
 			g.Eventually(func(g Gomega) {
 				g.Expect(eventsOf(g, t, cfg, key(), "RestartedWarm")).To(HaveLen(2))
