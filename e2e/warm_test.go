@@ -118,7 +118,8 @@ func memcachedStatus(p *corev1.Pod) corev1.ContainerStatus {
 // A new memcached image on the Memcached restarts memcached in its pods,
 // in place, one slot at a time: the same pods (UIDs, addresses) keep every
 // item, each pod says how many memcached restored, and no two slots are
-// down at once. An image that cannot start stops the change at its first
+// down at once. Pod labels and annotations change on the pods, with no
+// restart. An image that cannot start stops the change at its first
 // slot, the status names why, and the other slot keeps serving; rolling
 // back mends that slot, which restores what it saved on the way out.
 func TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache(t *testing.T) {
@@ -202,6 +203,46 @@ func TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache(t *testing.T) {
 				g.Expect(eventsOf(g, t, cfg, key(), "RestartedWarm")).To(HaveLen(2))
 			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 			g.Expect(eventsOf(g, t, cfg, key(), "RestartedEmpty")).To(BeEmpty())
+			g.Expect(eventsOf(g, t, cfg, key(), "ReplacingPod")).To(BeEmpty())
+			return ctx
+		}).
+		Assess("pod labels and annotations change on the pods, with no restart", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, k := NewWithT(t), kube(t, cfg)
+			restarts := map[string]int32{}
+			for _, name := range slots {
+				p := &corev1.Pod{}
+				g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+				restarts[name] = memcachedStatus(p).RestartCount
+			}
+			m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key().Name}}
+			onPods := func(patch string, check func(g Gomega, p *corev1.Pod)) {
+				g.Expect(k.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+				g.Eventually(func(g Gomega) {
+					for _, name := range slots {
+						p := &corev1.Pod{}
+						g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+						check(g, p)
+					}
+				}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+				converged(t, k, key(), 2)
+			}
+			onPods(`{"spec":{"podLabels":{"team":"a","tier":"cache"},"podAnnotations":{"example.com/owner":"b"}}}`, func(g Gomega, p *corev1.Pod) {
+				g.Expect(p.Labels).To(HaveKeyWithValue("team", "a"))
+				g.Expect(p.Labels).To(HaveKeyWithValue("tier", "cache"))
+				g.Expect(p.Annotations).To(HaveKeyWithValue("example.com/owner", "b"))
+			})
+			onPods(`{"spec":{"podLabels":{"team":"c","tier":null}}}`, func(g Gomega, p *corev1.Pod) {
+				g.Expect(p.Labels).To(HaveKeyWithValue("team", "c"))
+				g.Expect(p.Labels).NotTo(HaveKey("tier"), "a pod label removed from the spec")
+				g.Expect(p.Annotations).To(HaveKeyWithValue("example.com/owner", "b"))
+			})
+			for _, name := range slots {
+				p := &corev1.Pod{}
+				g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+				g.Expect(p.UID).To(Equal(uids[name]), "the same pod")
+				g.Expect(memcachedStatus(p).RestartCount).To(Equal(restarts[name]), "no restart")
+			}
+			g.Expect(itemsPerSlot(t, k, key(), 2)).To(Equal(before))
 			g.Expect(eventsOf(g, t, cfg, key(), "ReplacingPod")).To(BeEmpty())
 			return ctx
 		}).

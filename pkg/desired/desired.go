@@ -113,6 +113,11 @@ const (
 	// pod whose shape is the template's is brought to it in place, by
 	// setting its images (see StatefulSet).
 	AnnotationPodShape = "cache.example.com/pod-shape"
+	// AnnotationPodMetadataKeys, on the same templates, names the keys of
+	// spec.podLabels and spec.podAnnotations (PodMetadataKeys, as JSON):
+	// a pod taking another template in place drops those its own names
+	// and the template's no longer does, and no other.
+	AnnotationPodMetadataKeys = "cache.example.com/pod-metadata-keys"
 	// AnnotationRestartingFrom, on a pod, is the ID of the memcached
 	// container the operator restarted in place for new images, until the
 	// restart is confirmed; AnnotationWarmRestart then says what memcached

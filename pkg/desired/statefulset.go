@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"maps"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -29,7 +30,8 @@ import (
 // warm, the operator rolls them (OnDelete): a change of images only is
 // made in place, on the pod, and memcached's container restarts with its
 // cache; the template's AnnotationPodShape tells a pod whether it can be.
-// Other changes replace the pod, as the StatefulSet controller would.
+// Pod labels and annotations change in place too, with no restart. Other
+// changes replace the pod, as the StatefulSet controller would.
 //
 // The pods mount the Secrets of spec.tls and spec.auth. With a reloader
 // they load new content in place, and the template changes only when a
@@ -59,6 +61,10 @@ func StatefulSet(m *cachev1alpha1.Memcached, images Images, digests SecretDigest
 	strategy := appsv1.RollingUpdateStatefulSetStrategyType
 	if RunsWarm(m, images) {
 		strategy = appsv1.OnDeleteStatefulSetStrategyType
+		template.WithAnnotations(map[string]string{AnnotationPodMetadataKeys: PodMetadataKeys{
+			Labels:      slices.Sorted(maps.Keys(m.Spec.PodLabels)),
+			Annotations: slices.Sorted(maps.Keys(m.Spec.PodAnnotations)),
+		}.String()})
 		template.WithAnnotations(map[string]string{AnnotationPodShape: podShape(template)})
 	}
 	return appsv1ac.StatefulSet(m.Name, m.Namespace).
@@ -88,11 +94,47 @@ func podLabels(m *cachev1alpha1.Memcached) map[string]string {
 	return l
 }
 
-// podShape is a digest of template with its containers' images left out:
-// two templates of the same shape differ in images at most, which a pod
-// can take in place.
+// PodMetadataKeys are the keys of a Memcached's spec.podLabels and
+// spec.podAnnotations, as a pod template records them
+// (AnnotationPodMetadataKeys).
+type PodMetadataKeys struct {
+	Labels      []string `json:"labels"`
+	Annotations []string `json:"annotations"`
+}
+
+func (k PodMetadataKeys) String() string {
+	b, err := json.Marshal(k)
+	if err != nil {
+		panic(err) // two lists of strings
+	}
+	return string(b)
+}
+
+// ParsePodMetadataKeys reads AnnotationPodMetadataKeys; none when it does
+// not parse.
+func ParsePodMetadataKeys(s string) PodMetadataKeys {
+	var k PodMetadataKeys
+	_ = json.Unmarshal([]byte(s), &k)
+	return k
+}
+
+// restartAnnotations are the template annotations whose change needs a
+// new pod: they stand for the content of what the pod mounts.
+var restartAnnotations = []string{AnnotationTLSDigest, AnnotationAuthDigest, AnnotationRestartedFor}
+
+// podShape is a digest of template with its containers' images, its labels
+// and its annotations left out (but those of restartAnnotations): two
+// templates of the same shape differ at most in what a pod can take in
+// place.
 func podShape(template *corev1ac.PodTemplateSpecApplyConfiguration) string {
 	t := *template
+	meta := &metav1ac.ObjectMetaApplyConfiguration{}
+	for _, k := range restartAnnotations {
+		if v, ok := template.Annotations[k]; ok {
+			meta.WithAnnotations(map[string]string{k: v})
+		}
+	}
+	t.ObjectMetaApplyConfiguration = meta
 	spec := *t.Spec
 	t.Spec = &spec
 	spec.InitContainers = withoutImages(spec.InitContainers)

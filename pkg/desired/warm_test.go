@@ -76,8 +76,8 @@ func TestWarmPodsMapTheirMemoryFromTheMemoryVolume(t *testing.T) {
 
 // Where memcached runs warm the operator rolls the pods (OnDelete), and a
 // pod takes in place a template of its shape: one that differs in images
-// only, memcached's or the operator's. Anything else is another shape,
-// which replaces the pod.
+// (memcached's or the operator's), pod labels and pod annotations only.
+// Anything else is another shape, which replaces the pod.
 func TestOnlyImagesKeepThePodShape(t *testing.T) {
 	withOperator := Images{Memcached: "memcached:1", Exporter: "exporter:1", Reloader: "operator:1"}
 	base := cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2), Monitoring: &cachev1alpha1.MonitoringSpec{Enabled: true}}
@@ -97,6 +97,12 @@ func TestOnlyImagesKeepThePodShape(t *testing.T) {
 		{"memcached's image", func(s *cachev1alpha1.MemcachedSpec) { s.Image = "memcached:2" }, withOperator},
 		{"the operator's images", func(*cachev1alpha1.MemcachedSpec) {}, Images{Memcached: "memcached:1", Exporter: "exporter:2", Reloader: "operator:2"}},
 		{"the size", func(s *cachev1alpha1.MemcachedSpec) { s.Size = ptr.To[int32](5) }, withOperator},
+		{"a pod label", func(s *cachev1alpha1.MemcachedSpec) {
+			s.PodLabels = map[string]cachev1alpha1.LabelValue{"team": "a"}
+		}, withOperator},
+		{"a pod annotation", func(s *cachev1alpha1.MemcachedSpec) {
+			s.PodAnnotations = map[string]cachev1alpha1.AnnotationValue{"example.com/owner": "b"}
+		}, withOperator},
 	}
 	for _, tt := range same {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,9 +117,6 @@ func TestOnlyImagesKeepThePodShape(t *testing.T) {
 	}{
 		{"threads", func(s *cachev1alpha1.MemcachedSpec) { s.Threads = ptr.To[int32](8) }},
 		{"the memory limit", func(s *cachev1alpha1.MemcachedSpec) { s.MemoryLimitMiB = ptr.To[int32](128) }},
-		{"a pod label", func(s *cachev1alpha1.MemcachedSpec) {
-			s.PodLabels = map[string]cachev1alpha1.LabelValue{"team": "a"}
-		}},
 		{"resources", func(s *cachev1alpha1.MemcachedSpec) {
 			s.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}
 		}},
@@ -125,6 +128,13 @@ func TestOnlyImagesKeepThePodShape(t *testing.T) {
 			NewWithT(t).Expect(shape(spec, withOperator)).NotTo(Equal(was))
 		})
 	}
+
+	// New Secret content a pod could not load in place needs new pods.
+	withTLS := *base.DeepCopy()
+	withTLS.TLS = &cachev1alpha1.TLSSpec{SecretName: "cache-tls"}
+	loaded := StatefulSet(memcached("cache", withTLS), withOperator, SecretDigests{TLS: "t"})
+	restarted := StatefulSet(memcached("cache", withTLS), withOperator, SecretDigests{TLS: "t", RestartedFor: "t"})
+	g.Expect(restarted.Spec.Template.Annotations[AnnotationPodShape]).NotTo(Equal(loaded.Spec.Template.Annotations[AnnotationPodShape]))
 
 	// Pods that do not run warm roll as the StatefulSet controller rolls
 	// them, and carry no shape.

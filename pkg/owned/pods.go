@@ -55,6 +55,10 @@ type Pod struct {
 	// Shape is the pod's desired.AnnotationPodShape: which templates it
 	// can take in place.
 	Shape string `json:"shape,omitempty"`
+	// Labels and Annotations are the pod's, where it has a Shape (it can
+	// take a template's in place).
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
 	// Ready: the pod's Ready condition is True.
 	Ready bool `json:"ready,omitempty"`
 	// Deleting: the pod is being deleted.
@@ -124,6 +128,9 @@ func SummarizePod(p *corev1.Pod) *Pod {
 	s.Revision = p.Labels[appsv1.ControllerRevisionHashLabelKey]
 	s.Shape = p.Annotations[desired.AnnotationPodShape]
 	s.RestartingFrom = p.Annotations[desired.AnnotationRestartingFrom]
+	if s.Shape != "" {
+		s.Labels, s.Annotations = p.Labels, p.Annotations
+	}
 	if p.DeletionTimestamp != nil {
 		// Going away: what it says no longer stands in the way.
 		s.Deleting = true

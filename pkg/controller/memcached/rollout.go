@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -191,6 +192,7 @@ func (s *scope) bringToTemplate(ctx context.Context, p *owned.Pod, revision stri
 			map[string]any{"op": "replace", "path": at + "/image", "value": image})
 	}
 	ops = append(ops, map[string]any{"op": "replace", "path": revisionLabel, "value": revision})
+	ops = append(ops, metadataOps(p, want)...)
 	if !restarts {
 		ctrl.LoggerFrom(ctx).Info("Bringing a pod to the template in place", "pod", p.Name, "revision", revision)
 		_, err := s.patchPod(ctx, p, ops)
@@ -224,6 +226,33 @@ func (s *scope) replacePod(ctx context.Context, p *owned.Pod) error {
 		"Pod %s is replaced: the change is more than images, which needs a new pod; its cache starts empty", p.Name)
 	s.obs.Rolling = fmt.Sprintf("pod %s is replaced, its cache starting empty: the change is more than images", p.Name)
 	return nil
+}
+
+// metadataOps are the JSON patch operations that give p the labels and
+// annotations of want's template: those the template sets, and the removal
+// of the pod labels and annotations p's own template set (its
+// desired.AnnotationPodMetadataKeys) and want's no longer does. The
+// others' labels and annotations stay.
+func metadataOps(p *owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration) []map[string]any {
+	var ops []map[string]any
+	set := func(kind string, have, template map[string]string, was []string) {
+		for _, k := range slices.Sorted(maps.Keys(template)) {
+			if v, ok := have[k]; !ok || v != template[k] {
+				ops = append(ops, map[string]any{"op": "add", "path": "/metadata/" + kind + "/" + jsonPointerEscape(k), "value": template[k]})
+			}
+		}
+		for _, k := range was {
+			if _, kept := template[k]; !kept {
+				if _, ok := have[k]; ok {
+					ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/" + kind + "/" + jsonPointerEscape(k)})
+				}
+			}
+		}
+	}
+	was := desired.ParsePodMetadataKeys(p.Annotations[desired.AnnotationPodMetadataKeys])
+	set("labels", p.Labels, want.Spec.Template.Labels, was.Labels)
+	set("annotations", p.Annotations, want.Spec.Template.Annotations, was.Annotations)
+	return ops
 }
 
 // restarted tells whether memcached restarted in p since the operator

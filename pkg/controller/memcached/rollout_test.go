@@ -4,6 +4,11 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/owned"
 )
 
 // The operator confirms a restart in place by what the warm runner said at
@@ -44,4 +49,29 @@ func TestOrdinal(t *testing.T) {
 		_, ok := ordinal(name, "cache")
 		g.Expect(ok).To(BeFalse(), name)
 	}
+}
+
+// A pod takes the template's labels and annotations in place: those the
+// template sets, less the pod labels and annotations its own template set
+// that the new one does not; what others put on the pod stays.
+func TestMetadataOps(t *testing.T) {
+	was := desired.PodMetadataKeys{Labels: []string{"team", "tier"}, Annotations: []string{"example.com/a"}}.String()
+	p := &owned.Pod{
+		Labels: map[string]string{"team": "a", "tier": "cache", "someone.example.com/x": "y", "controller-revision-hash": "r1"},
+		Annotations: map[string]string{
+			"example.com/a": "1", "kubectl.kubernetes.io/restartedAt": "t",
+			desired.AnnotationPodMetadataKeys: was, desired.AnnotationPodShape: "s",
+		},
+	}
+	now := desired.PodMetadataKeys{Labels: []string{"team"}, Annotations: []string{"example.com/b"}}.String()
+	want := appsv1ac.StatefulSet("cache", "ns").WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(corev1ac.PodTemplateSpec().
+		WithLabels(map[string]string{"team": "b"}).
+		WithAnnotations(map[string]string{"example.com/b": "2", desired.AnnotationPodMetadataKeys: now, desired.AnnotationPodShape: "s"})))
+	NewWithT(t).Expect(metadataOps(p, want)).To(Equal([]map[string]any{
+		{"op": "add", "path": "/metadata/labels/team", "value": "b"},
+		{"op": "remove", "path": "/metadata/labels/tier"},
+		{"op": "add", "path": "/metadata/annotations/cache.example.com~1pod-metadata-keys", "value": now},
+		{"op": "add", "path": "/metadata/annotations/example.com~1b", "value": "2"},
+		{"op": "remove", "path": "/metadata/annotations/example.com~1a"},
+	}))
 }
