@@ -120,6 +120,7 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 			waiting = fmt.Sprintf("pod %s is not ready", p.Name)
 		}
 	}
+	s.obs.Rolling = rollingNote(append(slices.Clone(outdated), notReadyOutdated...), want, waiting)
 	// Pods that serve nothing first, all at once.
 	for _, p := range notReadyOutdated {
 		if err := s.bringToTemplate(ctx, p, st.UpdateRevision, want); err != nil {
@@ -131,9 +132,6 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 	}
 	if waiting != "" || int32(len(slots)) < replicas {
 		// The pods' next news is an event.
-		if s.obs.Rolling == "" && waiting != "" {
-			s.obs.Rolling = "the next slot waits: " + waiting
-		}
 		return ctrl.Result{}, nil
 	}
 	last := slices.MaxFunc(outdated, func(a, b *owned.Pod) int {
@@ -142,6 +140,31 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 		return int(i - j)
 	})
 	return ctrl.Result{}, s.bringToTemplate(ctx, last, st.UpdateRevision, want)
+}
+
+// rollingNote says, for the status, how the pods still to change take
+// want's template, and what the next of them waits for.
+func rollingNote(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration, waiting string) string {
+	shape := want.Spec.Template.Annotations[desired.AnnotationPodShape]
+	inPlace, replaced := 0, 0
+	for _, p := range outdated {
+		if p.Shape != "" && p.Shape == shape {
+			inPlace++
+		} else {
+			replaced++
+		}
+	}
+	var notes []string
+	if inPlace > 0 {
+		notes = append(notes, fmt.Sprintf("%d pods to change in place (memcached restarts warm where its image changes)", inPlace))
+	}
+	if replaced > 0 {
+		notes = append(notes, fmt.Sprintf("%d pods to replace, each starting with an empty cache: the change is more than images, labels and annotations", replaced))
+	}
+	if waiting != "" {
+		notes = append(notes, waiting)
+	}
+	return strings.Join(notes, "; ")
 }
 
 // ordinal is the slot of the pod name of the StatefulSet set.
@@ -208,7 +231,6 @@ func (s *scope) bringToTemplate(ctx context.Context, p *owned.Pod, revision stri
 	if sent {
 		s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventRestartingInPlace, "Restart",
 			"Pod %s: memcached restarts in place with image %s, saving its cache to restore it", p.Name, images[owned.ContainerImage{Name: desired.ContainerName}.Key()])
-		s.obs.Rolling = fmt.Sprintf("memcached restarts in place in pod %s, keeping its cache", p.Name)
 	}
 	return err
 }
@@ -223,8 +245,7 @@ func (s *scope) replacePod(ctx context.Context, p *owned.Pod) error {
 		return fmt.Errorf("deleting pod %s: %w", p.Name, err)
 	}
 	s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventReplacingPod, "Replace",
-		"Pod %s is replaced: the change is more than images, which needs a new pod; its cache starts empty", p.Name)
-	s.obs.Rolling = fmt.Sprintf("pod %s is replaced, its cache starting empty: the change is more than images", p.Name)
+		"Pod %s is replaced: the change is more than images, labels and annotations, which needs a new pod; its cache starts empty", p.Name)
 	return nil
 }
 

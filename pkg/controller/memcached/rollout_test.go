@@ -75,3 +75,15 @@ func TestMetadataOps(t *testing.T) {
 		{"op": "remove", "path": "/metadata/annotations/example.com~1a"},
 	}))
 }
+
+// The status says how the pods still to change take the template.
+func TestRollingNote(t *testing.T) {
+	want := appsv1ac.StatefulSet("cache", "ns").WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(corev1ac.PodTemplateSpec().
+		WithAnnotations(map[string]string{desired.AnnotationPodShape: "s2"})))
+	same, other, none := &owned.Pod{Shape: "s2"}, &owned.Pod{Shape: "s1"}, &owned.Pod{}
+	g := NewWithT(t)
+	g.Expect(rollingNote([]*owned.Pod{same, same}, want, "")).To(Equal("2 pods to change in place (memcached restarts warm where its image changes)"))
+	g.Expect(rollingNote([]*owned.Pod{other, none}, want, "pod cache-2 is not ready")).To(Equal(
+		"2 pods to replace, each starting with an empty cache: the change is more than images, labels and annotations; pod cache-2 is not ready"))
+	g.Expect(rollingNote(nil, want, "")).To(BeEmpty())
+}
