@@ -46,13 +46,17 @@ type operation struct {
 	// the operation, with the same pod: the keys an operation must keep.
 	inPlace int
 	// reads, misses and errors of the client's gets during the operation;
-	// errorsStayed of errors are those of slots whose pod stayed, and
-	// errorsFor the time from the first error to the last.
+	// errorsStayed of errors are those of slots whose pod stayed as it
+	// was (memcached not restarted), errorsRestarted those of slots whose
+	// memcached restarted in place, and errorsFor the time from the first
+	// error to the last.
 	reads, misses, errors int64
 	errorsStayed          int64
+	errorsRestarted       int64
 	errorsFor             time.Duration
 	firstError            string
 	replaced, pods        int // pods replaced, of pods before
+	restarted             int // pods whose memcached restarted in place
 	podsAfter             int
 }
 
@@ -151,6 +155,15 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 		{"image rollout (the same memcached under another image name)", 3, true, false, nil, func() error {
 			return patch(memcached(), `{"spec":{"image":"`+repo.Version("LOCAL_MEMCACHED_IMAGE_MINOR")+`"}}`)
 		}},
+		{"pod label change (on the pods, no restart)", 3, true, false, nil, func() error {
+			return patch(memcached(), `{"spec":{"podLabels":{"team":"bench"}}}`)
+		}},
+		{"threads change (a setting memcached keeps; the pods replaced)", 3, true, true, nil, func() error {
+			return patch(memcached(), `{"spec":{"threads":2}}`)
+		}},
+		{"memory limit change (memcached cannot keep it; the pods replaced)", 3, true, true, nil, func() error {
+			return patch(memcached(), `{"spec":{"memoryLimitMiB":96}}`)
+		}},
 		{"certificate rotation (a new certificate from the same CA)", 3, false, true, served(func(addr string) bool {
 			conn, err := a.dial(ctx, "tcp", addr)
 			if err != nil {
@@ -248,8 +261,15 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 		}
 		op.replaced, op.podsAfter = replaced(before, after), len(after)
 		stayed := stayedSlots(mc, before, after)
+		restartedSlots := restartedSlots(mc, before, after)
+		untouched := map[string]bool{}
+		for name := range stayed {
+			untouched[name] = !restartedSlots[name]
+		}
+		op.restarted = len(restartedSlots)
 		op.reads, op.misses, op.firstError = reading.reads.Load(), reading.misses.Load(), reading.first()
-		op.errors, op.errorsStayed, op.errorsFor = reading.errorsOn(stayed)
+		op.errors, op.errorsStayed, op.errorsFor = reading.errorsOn(untouched)
+		_, op.errorsRestarted, _ = reading.errorsOn(restartedSlots)
 		for i, name := range r.names(e.cfg.opKeys) {
 			if name == slotsBefore[i] && stayed[name] {
 				op.inPlace++
@@ -258,8 +278,8 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 		if op.kept, op.stale, err = kept(ctx, c, e.cfg.opKeys, round); err != nil {
 			return out, fmt.Errorf("%s: reading the keys: %w", s.name, err)
 		}
-		fmt.Fprintf(os.Stderr, "   kept %d of %d keys (%d in place, %d stale), %d errors in %d reads (%d on slots that stayed), %d of %d pods replaced, %s\n",
-			op.kept, op.keys, op.inPlace, op.stale, op.errors, op.reads, op.errorsStayed, op.replaced, op.pods, op.took.Round(time.Second))
+		fmt.Fprintf(os.Stderr, "   kept %d of %d keys (%d in place, %d stale), %d errors in %d reads (%d on slots that stayed, %d on slots restarted in place), %d of %d pods replaced, %d restarted in place, %s\n",
+			op.kept, op.keys, op.inPlace, op.stale, op.errors, op.reads, op.errorsStayed, op.errorsRestarted, op.replaced, op.pods, op.restarted, op.took.Round(time.Second))
 		out = append(out, op)
 	}
 	return out, nil
@@ -296,6 +316,34 @@ func stayedSlots(m *cachev1alpha1.Memcached, before, after []corev1.Pod) map[str
 		}
 	}
 	return out
+}
+
+// restartedSlots are the ring names of m's slots whose pod is the same
+// before and after an operation and whose memcached restarted in it.
+func restartedSlots(m *cachev1alpha1.Memcached, before, after []corev1.Pod) map[string]bool {
+	restarts := map[types.UID]int32{}
+	for _, p := range before {
+		restarts[p.UID] = memcachedRestarts(p)
+	}
+	out := map[string]bool{}
+	port := strconv.Itoa(int(ptr.Deref(m.Spec.ContainerPort, desired.DefaultContainerPort)))
+	for _, p := range after {
+		k, err := strconv.Atoi(strings.TrimPrefix(p.Name, m.Name+"-"))
+		if was, ok := restarts[p.UID]; err == nil && ok && memcachedRestarts(p) > was {
+			out[net.JoinHostPort(desired.SlotHost(m.Name, m.Namespace, k), port)] = true
+		}
+	}
+	return out
+}
+
+// memcachedRestarts is the restart count of p's memcached container.
+func memcachedRestarts(p corev1.Pod) int32 {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == desired.ContainerName {
+			return s.RestartCount
+		}
+	}
+	return 0
 }
 
 // kept reads every one of keys keys once and counts those found with
