@@ -6,7 +6,8 @@
 // A reconcile reads in this order: Reconcile (this file) gets the
 // Memcached and runs its phases (phases.go), one per object, each of them
 // whatever the others returned: the StatefulSet (statefulset.go: the
-// Secrets gate, the replacement of a Deployment, the apply), the Service, the budget, the
+// Secrets gate, the replacement of a Deployment, the apply), the rollout
+// of its pods where the operator rolls them (rollout.go), the Service, the budget, the
 // NetworkPolicy and the ServiceMonitor, each applied or removed through
 // objects.go; then the status (scope.go), whose content and timing package
 // status decides.

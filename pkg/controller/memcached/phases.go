@@ -24,10 +24,12 @@ import (
 type phase func(ctx context.Context, s *scope) (ctrl.Result, error)
 
 // phases are a reconcile's steps, in the order they run. Each runs whatever
-// the ones before it returned: none depends on another's outcome, so a
+// the ones before it returned: none depends on another's success, so a
 // Service the apiserver refuses keeps neither the budget nor the
 // NetworkPolicy from being applied, nor the status from saying so. The
-// status depends on all of them and runs last (reconcileStatus).
+// rollout reads what the StatefulSet's phase applied and saw, and does
+// nothing without it. The status depends on all of them and runs last
+// (reconcileStatus).
 var phases = []struct {
 	name string
 	run  phase
