@@ -177,7 +177,7 @@ func TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache(t *testing.T) {
 					g.Expect(p.Annotations).To(HaveKeyWithValue(desired.AnnotationWarmRestart,
 						fmt.Sprintf("memcached restored %d items from its memory file", before[i])))
 				}
-			}).WithTimeout(2*timeout).WithPolling(poll).Should(Succeed())
+			}).WithTimeout(2 * timeout).WithPolling(poll).Should(Succeed())
 			converged(t, k, key(), 2)
 			g.Expect(mostDown).To(BeNumerically("<=", 1), "one slot at a time")
 			// The last slot first, and the next asked to stop only once
