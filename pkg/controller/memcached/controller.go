@@ -87,6 +87,8 @@ type Reconciler struct {
 	// toldPodProblems holds, by Memcached, the reason of the pod problem
 	// its last event told: one event per cause.
 	toldPodProblems sync.Map
+	// sentStatus holds, by Memcached, the last status written (sentStatus).
+	sentStatus sync.Map
 }
 
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=get;list;watch
@@ -113,6 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			r.Secrets.Forget(req.NamespacedName)
 			r.toldPodProblems.Delete(req.NamespacedName)
+			r.sentStatus.Delete(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
