@@ -141,7 +141,7 @@ func realNodeIP(ctx context.Context, c client.Client) (string, error) {
 }
 
 // converged waits until the Memcached key has rolled out size pods of its
-// current template, no other pod is left (terminating ones included), and
+// current template (its status says so too), no other pod is left (terminating ones included), and
 // the ring r, if any, holds exactly their addresses, each named by its
 // pod's slot.
 func converged(ctx context.Context, c client.Client, key client.ObjectKey, size int32, r *ring) error {
@@ -151,7 +151,9 @@ func converged(ctx context.Context, c client.Client, key client.ObjectKey, size 
 			return false, err
 		}
 		if m.Status.ObservedGeneration != m.Generation || !meta.IsStatusConditionTrue(m.Status.Conditions, cachev1alpha1.ConditionAvailable) ||
-			m.Status.ReadyReplicas != size {
+			!meta.IsStatusConditionFalse(m.Status.Conditions, cachev1alpha1.ConditionProgressing) || m.Status.ReadyReplicas != size {
+			// Progressing: a pod whose memcached restarts in place is
+			// updated and ready until the kubelet stops it.
 			return false, nil
 		}
 		d := &appsv1.StatefulSet{}

@@ -285,6 +285,14 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
 	want := desired.Replicas(m)
 	r := statefulSetRollout(d, want)
 	if r.phase == rolloutComplete {
+		// A pod restarted in place is updated and ready from the moment
+		// its images change until the kubelet stops memcached: the
+		// rollout ends once the restart is confirmed.
+		for _, p := range obs.Pods {
+			if p.RestartingFrom != "" {
+				return rollout{phase: rolloutInProgress, message: fmt.Sprintf("%s; memcached is restarting in place in pod %s", r.message, p.Name)}
+			}
+		}
 		return r
 	}
 	// Why the rollout does not get on, as the kubelet, the scheduler or

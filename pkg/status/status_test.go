@@ -127,6 +127,8 @@ func TestProgressing(t *testing.T) {
 		{"its controller completing a rollout", mc(3), Observation{StatefulSet: completing(false)}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
 		// Its controller never advances currentRevision under OnDelete.
 		{"rolled by the operator", mc(3), Observation{StatefulSet: completing(true)}, metav1.ConditionFalse, cachev1alpha1.ReasonRolloutComplete},
+		// Updated and ready, until the kubelet stops it.
+		{"memcached restarting in place", mc(3), Observation{StatefulSet: completing(true), Pods: []*owned.Pod{{RestartingFrom: "containerd://1"}}}, metav1.ConditionTrue, cachev1alpha1.ReasonRollingOut},
 	})
 }
 
