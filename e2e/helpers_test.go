@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/desired"
 )
 
 const (
@@ -370,4 +371,15 @@ func atRest(t *testing.T, c client.Client, ns string, names ...string) {
 	before := versions()
 	time.Sleep(10 * time.Second)
 	g.Expect(versions()).To(Equal(before), "no writes once converged, reconciles included")
+}
+
+// memcachedFlags is memcached's command line in pods of template: the
+// container's command, and where memcached runs warm the settings its
+// runner reads from the pod's annotation.
+func memcachedFlags(template corev1.PodTemplateSpec) []string {
+	flags := slices.Clone(template.Spec.Containers[0].Command)
+	if s := template.Annotations[desired.AnnotationMemcachedSettings]; s != "" {
+		flags = append(flags, strings.Split(s, "\n")...)
+	}
+	return flags
 }

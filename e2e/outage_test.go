@@ -71,7 +71,7 @@ func TestAPIServerOutage(t *testing.T) {
 				d := &appsv1.StatefulSet{}
 				g.Expect(c.Get(ctx, key(i), d)).To(Succeed())
 				g.Expect(*d.Spec.Replicas).To(Equal(int32(1)), "unapplied when the apiserver dies")
-				g.Expect(d.Spec.Template.Spec.Containers[0].Command).NotTo(ContainElement("--threads=3"), "unapplied when the apiserver dies")
+				g.Expect(memcachedFlags(d.Spec.Template)).NotTo(ContainElement("--threads=3"), "unapplied when the apiserver dies")
 			}
 
 			pids, err := localCluster.PIDs()
@@ -99,7 +99,7 @@ func TestAPIServerOutage(t *testing.T) {
 
 			for i := range caches {
 				_, d := converged(t, c, key(i), 2)
-				g.Expect(d.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--threads=3"))
+				g.Expect(memcachedFlags(d.Spec.Template)).To(ContainElement("--threads=3"))
 			}
 			g.Expect(operator.WaitReady(10 * time.Second)).To(BeTrue())
 			return ctx

@@ -246,6 +246,46 @@ func TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache(t *testing.T) {
 			g.Expect(eventsOf(g, t, cfg, key(), "ReplacingPod")).To(BeEmpty())
 			return ctx
 		}).
+		Assess("threads and connections change in place: memcached restarts warm in its container", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, k := NewWithT(t), kube(t, cfg)
+			restarts := map[string]int32{}
+			for _, name := range slots {
+				p := &corev1.Pod{}
+				g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+				restarts[name] = memcachedStatus(p).RestartCount
+			}
+			m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key().Name}}
+			g.Expect(k.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"threads":2,"maxConnections":500}}`)))).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				for _, name := range slots {
+					p := &corev1.Pod{}
+					g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+					g.Expect(p.Annotations).NotTo(HaveKey(desired.AnnotationRestartingFrom))
+					out, err := session{}.run(net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(desired.DefaultContainerPort))), "stats settings")
+					g.Expect(err).NotTo(HaveOccurred())
+					g.Expect(out).To(MatchRegexp(`(?m)^STAT num_threads 2\r?$`), name)
+					g.Expect(out).To(MatchRegexp(`(?m)^STAT maxconns 500\r?$`), name)
+				}
+			}).WithTimeout(2 * timeout).WithPolling(poll).Should(Succeed())
+			converged(t, k, key(), 2)
+			for _, name := range slots {
+				p := &corev1.Pod{}
+				g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+				g.Expect(p.UID).To(Equal(uids[name]), "the same pod")
+				g.Expect(memcachedStatus(p).RestartCount).To(Equal(restarts[name]), "the same container: memcached restarted in it")
+			}
+			g.Expect(itemsPerSlot(t, k, key(), 2)).To(Equal(before), "every item kept")
+			var confirmed []string
+			for _, e := range eventsOf(g, t, cfg, key(), "RestartedWarm") {
+				if strings.Contains(e.Note, "with settings --conn-limit=500 --threads=2") {
+					confirmed = append(confirmed, e.Note)
+				}
+			}
+			g.Expect(confirmed).To(HaveLen(2), "one confirmed restart per slot")
+			g.Expect(eventsOf(g, t, cfg, key(), "RestartedEmpty")).To(BeEmpty())
+			g.Expect(eventsOf(g, t, cfg, key(), "ReplacingPod")).To(BeEmpty())
+			return ctx
+		}).
 		Assess("an image that cannot start stops at the first slot; rolling back restores it", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, k := NewWithT(t), kube(t, cfg)
 			setImage(t, cfg, key(), broken)

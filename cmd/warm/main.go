@@ -4,7 +4,12 @@
 // becomes SIGUSR1 (save and exit), and the next memcached restores the
 // items.
 //
-//	warm --memory-file=/var/lib/memcached/memory -- memcached --port=11211 ...
+//	warm --memory-file=/var/lib/memcached/memory [--settings-file=FILE] -- memcached --port=11211 ...
+//
+// Settings memcached keeps across a warm restart (threads, connections,
+// verbosity) can come from a file (the pod's annotation, through the
+// downward API) rather than the command line: when the file changes, the
+// runner restarts memcached warm in the same container to take them.
 //
 // It runs in the memcached container, whose image is the user's: the pod's
 // init container copies it there first (--install), from the operator's
@@ -33,6 +38,7 @@ func main() {
 		terminationLog string
 	)
 	flag.StringVar(&c.MemoryFile, "memory-file", "", "The file memcached maps its item memory from, on a memory-backed volume.")
+	flag.StringVar(&c.SettingsFile, "settings-file", "", "A file of memcached's flags, one per line, added to its command line; when its content changes, memcached restarts warm to take them.")
 	flag.DurationVar(&c.RestoreWindow, "restore-window", 30*time.Second, "How long after a start that restores a failure of memcached means its saved state is unusable: it is then started empty.")
 	flag.StringVar(&install, "install", "", "Copy this program to the given path and exit (the pod's init container).")
 	flag.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "Where the end of memcached's output is written when it fails, or the reason it could not be run.")

@@ -2,6 +2,7 @@ package desired
 
 import (
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,18 +27,10 @@ func Command(m *cachev1alpha1.Memcached) []string {
 // and CA from tlsAt and its authentication file at authAt.
 func command(m *cachev1alpha1.Memcached, tlsAt, authAt string) []string {
 	cmd := []string{"memcached", "--port=" + strconv.Itoa(int(port(m)))}
-	if v := m.Spec.Verbosity; v != nil && *v > 0 {
-		cmd = append(cmd, "-"+strings.Repeat("v", int(*v)))
-	}
 	if v := m.Spec.MemoryLimitMiB; v != nil {
 		cmd = append(cmd, "--memory-limit="+strconv.Itoa(int(*v)))
 	}
-	if v := m.Spec.MaxConnections; v != nil {
-		cmd = append(cmd, "--conn-limit="+strconv.Itoa(int(*v)))
-	}
-	if v := m.Spec.Threads; v != nil {
-		cmd = append(cmd, "--threads="+strconv.Itoa(int(*v)))
-	}
+	cmd = append(cmd, KeptSettings(m)...)
 	if v := m.Spec.MaxItemSize; v != "" {
 		// The CRD admits only whole Ki, Mi or Gi; memcached reads bytes.
 		if q, err := resource.ParseQuantity(v); err == nil {
@@ -114,9 +107,31 @@ func memcachedCommand(m *cachev1alpha1.Memcached, images Images) []string {
 		cmd = command(m, servedDir, path.Join(servedDir, authFile))
 	}
 	if RunsWarm(m, images) {
-		return warmCommandLine(cmd)
+		// The settings a warm restart keeps come from the pod's
+		// annotation (AnnotationMemcachedSettings).
+		kept := KeptSettings(m)
+		return warmCommandLine(slices.DeleteFunc(cmd, func(a string) bool { return slices.Contains(kept, a) }))
 	}
 	return cmd
+}
+
+// KeptSettings are the flags of m's memcached command line that memcached
+// keeps across a warm restart: verbosity, the connection limit and the
+// threads. The others (the port, the memory limit, the maximum item size,
+// TLS, authentication) need a new pod, or memcached cannot keep its items
+// with them.
+func KeptSettings(m *cachev1alpha1.Memcached) []string {
+	var kept []string
+	if v := m.Spec.Verbosity; v != nil && *v > 0 {
+		kept = append(kept, "-"+strings.Repeat("v", int(*v)))
+	}
+	if v := m.Spec.MaxConnections; v != nil {
+		kept = append(kept, "--conn-limit="+strconv.Itoa(int(*v)))
+	}
+	if v := m.Spec.Threads; v != nil {
+		kept = append(kept, "--threads="+strconv.Itoa(int(*v)))
+	}
+	return kept
 }
 
 // exporter is the Prometheus memcached exporter's container: it reads

@@ -122,8 +122,21 @@ const (
 	// container the operator restarted in place for new images, until the
 	// restart is confirmed; AnnotationWarmRestart then says what memcached
 	// kept, as the warm runner read it from memcached.
+	// For new settings (AnnotationMemcachedSettings) it is
+	// RestartingForSettings and the time of the change: memcached restarts
+	// in its container, which stays.
 	AnnotationRestartingFrom = "cache.example.com/restarting-from"
 	AnnotationWarmRestart    = "cache.example.com/warm-restart"
+	// AnnotationMemcachedSettings, on the pod template of pods that run
+	// memcached warm, holds memcached's settings that a warm restart keeps
+	// (KeptSettings: threads, connections, verbosity), one flag per line.
+	// The warm runner reads them from a file (the downward API) rather
+	// than from the container's command line, which a pod cannot change:
+	// set on a pod, new settings restart memcached warm in its container.
+	AnnotationMemcachedSettings = "cache.example.com/memcached-settings"
+	// RestartingForSettings starts AnnotationRestartingFrom when memcached
+	// restarts in its container for new settings.
+	RestartingForSettings = "settings since "
 
 	// ReloaderContainerName is the container that has memcached load new
 	// Secret content in place (cmd/reloader), in the pods of a Memcached

@@ -30,8 +30,11 @@ import (
 // warm, the operator rolls them (OnDelete): a change of images only is
 // made in place, on the pod, and memcached's container restarts with its
 // cache; the template's AnnotationPodShape tells a pod whether it can be.
-// Pod labels and annotations change in place too, with no restart. Other
-// changes replace the pod, as the StatefulSet controller would.
+// Pod labels and annotations change in place too, with no restart, and so
+// do the settings memcached keeps across a warm restart, which its pods
+// read from an annotation (AnnotationMemcachedSettings): memcached
+// restarts warm in its container to take them. Other changes replace the
+// pod, as the StatefulSet controller would.
 //
 // The pods mount the Secrets of spec.tls and spec.auth. With a reloader
 // they load new content in place, and the template changes only when a
@@ -61,10 +64,14 @@ func StatefulSet(m *cachev1alpha1.Memcached, images Images, digests SecretDigest
 	strategy := appsv1.RollingUpdateStatefulSetStrategyType
 	if RunsWarm(m, images) {
 		strategy = appsv1.OnDeleteStatefulSetStrategyType
-		template.WithAnnotations(map[string]string{AnnotationPodMetadataKeys: PodMetadataKeys{
-			Labels:      slices.Sorted(maps.Keys(m.Spec.PodLabels)),
-			Annotations: slices.Sorted(maps.Keys(m.Spec.PodAnnotations)),
-		}.String()})
+		template.WithAnnotations(map[string]string{
+			AnnotationPodMetadataKeys: PodMetadataKeys{
+				Labels:      slices.Sorted(maps.Keys(m.Spec.PodLabels)),
+				Annotations: slices.Sorted(maps.Keys(m.Spec.PodAnnotations)),
+			}.String(),
+			// Empty too: new settings replace it on a pod.
+			AnnotationMemcachedSettings: warmSettings(m),
+		})
 		template.WithAnnotations(map[string]string{AnnotationPodShape: podShape(template)})
 	}
 	return appsv1ac.StatefulSet(m.Name, m.Namespace).

@@ -3,6 +3,7 @@ package desired
 import (
 	"path"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -32,6 +33,12 @@ const (
 	memoryVolume = "memory"
 	memoryDir    = "/var/lib/memcached"
 	memoryFile   = "memory"
+	// settingsVolume holds, at settingsDir/settingsFile, the pod's
+	// AnnotationMemcachedSettings (the downward API), which the kubelet
+	// writes anew when the annotation changes and the runner reads.
+	settingsVolume = "memcached-settings"
+	settingsDir    = "/etc/memcached-settings"
+	settingsFile   = "flags"
 	// memcachedDefaultMiB is memcached's memory limit when spec sets none.
 	memcachedDefaultMiB = 64
 )
@@ -69,6 +76,7 @@ func warmCommandLine(memcached []string) []string {
 	return append([]string{
 		path.Join(warmDir, path.Base(warmCommand)),
 		"--memory-file=" + path.Join(memoryDir, memoryFile),
+		"--settings-file=" + path.Join(settingsDir, settingsFile),
 		"--",
 	}, memcached...)
 }
@@ -101,7 +109,17 @@ func warmVolumes(m *cachev1alpha1.Memcached) []*corev1ac.VolumeApplyConfiguratio
 		corev1ac.Volume().WithName(memoryVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource().
 			WithMedium(corev1.StorageMediumMemory).
 			WithSizeLimit(resource.MustParse(strconv.Itoa(int(memoryLimitMiB(m))+1) + "Mi"))),
+		corev1ac.Volume().WithName(settingsVolume).WithDownwardAPI(corev1ac.DownwardAPIVolumeSource().
+			WithItems(corev1ac.DownwardAPIVolumeFile().
+				WithPath(settingsFile).
+				WithFieldRef(corev1ac.ObjectFieldSelector().
+					WithFieldPath("metadata.annotations['" + AnnotationMemcachedSettings + "']")))),
 	}
+}
+
+// warmSettings is the value of AnnotationMemcachedSettings for m.
+func warmSettings(m *cachev1alpha1.Memcached) string {
+	return strings.Join(KeptSettings(m), "\n")
 }
 
 // warmMounts are the memcached container's mounts of them.
@@ -109,5 +127,6 @@ func warmMounts() []*corev1ac.VolumeMountApplyConfiguration {
 	return []*corev1ac.VolumeMountApplyConfiguration{
 		mount(warmVolume, warmDir),
 		corev1ac.VolumeMount().WithName(memoryVolume).WithMountPath(memoryDir),
+		corev1ac.VolumeMount().WithName(settingsVolume).WithMountPath(settingsDir).WithReadOnly(true),
 	}
 }

@@ -48,13 +48,23 @@ func TestWarmPodsMapTheirMemoryFromTheMemoryVolume(t *testing.T) {
 	pod := StatefulSet(m, images, SecretDigests{}).Spec.Template.Spec
 
 	c := pod.Containers[0]
-	g.Expect(c.Command).To(Equal(append([]string{"/opt/memcached-operator/warm", "--memory-file=/var/lib/memcached/memory", "--"}, Command(m)...)))
+	g.Expect(c.Command).To(Equal([]string{"/opt/memcached-operator/warm", "--memory-file=/var/lib/memcached/memory", "--settings-file=/etc/memcached-settings/flags",
+		"--", "memcached", "--port=11211", "--memory-limit=1024"}), "the threads come from the settings file")
 	g.Expect(*c.VolumeMounts[1].Name).To(Equal(memoryVolume))
 	g.Expect(*c.VolumeMounts[1].MountPath).To(Equal("/var/lib/memcached"))
 	g.Expect(c.VolumeMounts[1].ReadOnly).To(BeNil(), "memcached writes its memory file")
+	g.Expect(*c.VolumeMounts[2].Name).To(Equal(settingsVolume))
+	g.Expect(*c.VolumeMounts[2].MountPath).To(Equal("/etc/memcached-settings"))
 
+	settings := false
 	volumes := map[string]*resource.Quantity{}
 	for _, v := range pod.Volumes {
+		if *v.Name == settingsVolume {
+			settings = true
+			g.Expect(v.DownwardAPI.Items).To(HaveLen(1))
+			g.Expect(*v.DownwardAPI.Items[0].Path).To(Equal("flags"))
+			g.Expect(*v.DownwardAPI.Items[0].FieldRef.FieldPath).To(Equal("metadata.annotations['cache.example.com/memcached-settings']"))
+		}
 		if v.EmptyDir != nil {
 			volumes[*v.Name] = v.EmptyDir.SizeLimit
 		}
@@ -64,6 +74,8 @@ func TestWarmPodsMapTheirMemoryFromTheMemoryVolume(t *testing.T) {
 	}
 	g.Expect(volumes[memoryVolume].String()).To(Equal("1025Mi"), "the file, and room for what memcached saves beside it")
 	g.Expect(volumes).To(HaveKey(warmVolume))
+	g.Expect(settings).To(BeTrue())
+	g.Expect(StatefulSet(m, images, SecretDigests{}).Spec.Template.Annotations).To(HaveKeyWithValue(AnnotationMemcachedSettings, "--threads=2"))
 
 	g.Expect(pod.InitContainers).To(HaveLen(1))
 	g.Expect(*pod.InitContainers[0].Image).To(Equal("operator:1"))
@@ -76,7 +88,8 @@ func TestWarmPodsMapTheirMemoryFromTheMemoryVolume(t *testing.T) {
 
 // Where memcached runs warm the operator rolls the pods (OnDelete), and a
 // pod takes in place a template of its shape: one that differs in images
-// (memcached's or the operator's), pod labels and pod annotations only.
+// (memcached's or the operator's), pod labels, pod annotations and the
+// settings memcached keeps across a warm restart only.
 // Anything else is another shape, which replaces the pod.
 func TestOnlyImagesKeepThePodShape(t *testing.T) {
 	withOperator := Images{Memcached: "memcached:1", Exporter: "exporter:1", Reloader: "operator:1"}
@@ -103,6 +116,11 @@ func TestOnlyImagesKeepThePodShape(t *testing.T) {
 		{"a pod annotation", func(s *cachev1alpha1.MemcachedSpec) {
 			s.PodAnnotations = map[string]cachev1alpha1.AnnotationValue{"example.com/owner": "b"}
 		}, withOperator},
+		// Settings memcached keeps across a warm restart: the pod's
+		// annotation holds them.
+		{"threads", func(s *cachev1alpha1.MemcachedSpec) { s.Threads = ptr.To[int32](8) }, withOperator},
+		{"connections", func(s *cachev1alpha1.MemcachedSpec) { s.MaxConnections = ptr.To[int32](100) }, withOperator},
+		{"verbosity", func(s *cachev1alpha1.MemcachedSpec) { s.Verbosity = ptr.To[int32](1) }, withOperator},
 	}
 	for _, tt := range same {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,8 +133,9 @@ func TestOnlyImagesKeepThePodShape(t *testing.T) {
 		name string
 		spec func(*cachev1alpha1.MemcachedSpec)
 	}{
-		{"threads", func(s *cachev1alpha1.MemcachedSpec) { s.Threads = ptr.To[int32](8) }},
 		{"the memory limit", func(s *cachev1alpha1.MemcachedSpec) { s.MemoryLimitMiB = ptr.To[int32](128) }},
+		{"the maximum item size", func(s *cachev1alpha1.MemcachedSpec) { s.MaxItemSize = "2Mi" }},
+		{"the port", func(s *cachev1alpha1.MemcachedSpec) { s.ContainerPort = ptr.To[int32](11311) }},
 		{"resources", func(s *cachev1alpha1.MemcachedSpec) {
 			s.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}
 		}},

@@ -27,6 +27,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,6 +53,11 @@ const RestoredMessage = "memcached restored its cache from the memory file"
 // starts with an empty cache, with "memcached", what memcached said.
 const EmptyMessage = "memcached started with an empty cache"
 
+// SettingsChangedMessage is the message of the runner's log line when the
+// content of its settings file changed: it restarts memcached warm, in the
+// same container, to take them, with "from" and "to" the settings.
+const SettingsChangedMessage = "memcached's settings changed: restarting it warm to take them"
+
 // Outcome is what a memcached started on a memory file said of it.
 type Outcome string
 
@@ -72,6 +78,16 @@ type Config struct {
 	// MemoryFile is the file memcached maps its item memory from, on a
 	// memory-backed volume.
 	MemoryFile string
+	// SettingsFile, if set, holds settings that memcached keeps across a
+	// warm restart (threads, connections, verbosity): its command-line
+	// flags, one per line, added to Command at each start. When the file's
+	// content changes, Run restarts memcached warm in the same container to
+	// take them (on a pod, the file is the pod's annotation, which can
+	// change where the container's command line cannot).
+	SettingsFile string
+	// SettingsPoll is how often SettingsFile is read for a change, once
+	// memcached serves; zero: every second.
+	SettingsPoll time.Duration
 	// RestoreWindow is how long after a start that tried to restore a
 	// failure of memcached is taken for an unusable saved state, and
 	// memcached started again empty.
@@ -118,8 +134,15 @@ func Run(ctx context.Context, c Config, stop <-chan os.Signal) (int, error) {
 	if c.Address == "" {
 		c.Address = net.JoinHostPort("localhost", portOf(c.Command))
 	}
+	if c.SettingsPoll == 0 {
+		c.SettingsPoll = time.Second
+	}
 	meta := c.MemoryFile + MetaSuffix
 	for attempt := 0; ; attempt++ {
+		settings, err := readSettings(c.SettingsFile)
+		if err != nil {
+			return 0, err
+		}
 		saved, err := waitForRestorable(ctx, meta, stop)
 		if err != nil {
 			return 0, err
@@ -129,11 +152,17 @@ func Run(ctx context.Context, c Config, stop <-chan os.Signal) (int, error) {
 			return 0, nil
 		}
 		started := time.Now()
-		code, stopped, outcome, tail, err := runOnce(ctx, c, saved.present, stop)
+		r, err := runOnce(ctx, c, settings, saved.present, stop)
+		code, outcome, tail := r.code, r.outcome, r.tail
 		if err != nil {
 			return code, err
 		}
-		failed := code != 0 && !stopped
+		if r.settingsChanged {
+			// Saved: the next start, on the new settings, restores it.
+			attempt = -1
+			continue
+		}
+		failed := code != 0 && !r.stopped
 		if failed && saved.present && attempt == 0 && time.Since(started) < c.RestoreWindow {
 			// The saved state is what memcached tripped over: start it
 			// again on nothing rather than let the kubelet restart it into
@@ -189,20 +218,38 @@ func waitForRestorable(ctx context.Context, meta string, stop <-chan os.Signal) 
 	return savedState{present: true}, nil
 }
 
-// runOnce runs memcached once, until it exits: its exit code (128 plus the
-// signal's number when a signal ended it), whether it was asked to stop,
-// what it said of its memory file, and the end of its standard error.
-func runOnce(ctx context.Context, c Config, restoring bool, stop <-chan os.Signal) (int, bool, Outcome, []byte, error) {
-	args := append(append([]string{}, c.Command[1:]...), "--memory-file="+c.MemoryFile)
+// ran is how one memcached run ended.
+type ran struct {
+	// code is memcached's exit code (128 plus the signal's number when a
+	// signal ended it).
+	code int
+	// stopped: it was asked to stop.
+	stopped bool
+	// settingsChanged: it saved and exited to take new settings.
+	settingsChanged bool
+	// outcome is what it said of its memory file.
+	outcome Outcome
+	// tail is the end of its standard error.
+	tail []byte
+}
+
+// runOnce runs memcached once with settings added to its command line,
+// until it exits.
+func runOnce(ctx context.Context, c Config, settings []string, restoring bool, stop <-chan os.Signal) (ran, error) {
+	args := slices.Concat(c.Command[1:], settings, []string{"--memory-file=" + c.MemoryFile})
 	cmd := exec.Command(c.Command[0], args...)
 	cmd.Stdout = c.Stdout
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		return 0, false, Unknown, nil, err
+		return ran{outcome: Unknown}, err
 	}
-	c.Log.Info("Starting memcached", "memoryFile", c.MemoryFile)
+	said := []any{}
+	if c.SettingsFile != "" {
+		said = append(said, "settings", settings)
+	}
+	c.Log.Info("Starting memcached", append([]any{"memoryFile", c.MemoryFile}, said...)...)
 	if err := cmd.Start(); err != nil {
-		return CannotStartExitCode, false, Unknown, nil, fmt.Errorf("starting memcached: %w", err)
+		return ran{code: CannotStartExitCode, outcome: Unknown}, fmt.Errorf("starting memcached: %w", err)
 	}
 	if c.Started != nil {
 		c.Started(cmd.Process)
@@ -211,8 +258,11 @@ func runOnce(ctx context.Context, c Config, restoring bool, stop <-chan os.Signa
 		mu      sync.Mutex
 		outcome = Unknown
 		read    = make(chan struct{})
+		serving = make(chan struct{})
+		done    = make(chan struct{})
 		tail    = &tailWriter{max: tailBytes}
 	)
+	defer close(done)
 	go func() {
 		defer close(read)
 		watchOutput(stderr, io.MultiWriter(c.Stderr, tail), func(line string) {
@@ -220,7 +270,7 @@ func runOnce(ctx context.Context, c Config, restoring bool, stop <-chan os.Signa
 			defer mu.Unlock()
 			if outcome == Unknown {
 				outcome = Empty
-				c.Log.Info(EmptyMessage, "memcached", line)
+				c.Log.Info(EmptyMessage, append([]any{"memcached", line}, said...)...)
 			}
 		})
 	}()
@@ -239,6 +289,7 @@ func runOnce(ctx context.Context, c Config, restoring bool, stop <-chan os.Signa
 				continue
 			}
 			conn.Close()
+			close(serving)
 			mu.Lock()
 			restored := outcome == Unknown && restoring
 			if restored {
@@ -250,43 +301,110 @@ func runOnce(ctx context.Context, c Config, restoring bool, stop <-chan os.Signa
 				// reports of the restart.
 				items, err := countItems(ctx, c)
 				if err != nil {
-					c.Log.Info(RestoredMessage, "itemsError", err.Error())
+					c.Log.Info(RestoredMessage, append([]any{"itemsError", err.Error()}, said...)...)
 					return
 				}
-				c.Log.Info(RestoredMessage, "items", items)
+				c.Log.Info(RestoredMessage, append([]any{"items", items}, said...)...)
 			}
 			return
 		}
 	}()
+	changed := make(chan []string, 1)
+	if c.SettingsFile != "" {
+		// Only once memcached serves: before it has restored, SIGUSR1
+		// would end it without saving.
+		go watchSettings(c, settings, serving, done, changed)
+	}
 	exited := make(chan error, 1)
 	go func() {
 		<-read // Wait closes the pipe: read it all first.
 		exited <- cmd.Wait()
 	}()
-	stopped := false
+	r := ran{}
 	for {
 		select {
 		case <-ctx.Done():
 			_ = cmd.Process.Kill()
 			<-exited
-			return 0, stopped, outcomeOf(&mu, &outcome), tail.bytes(), ctx.Err()
+			r.code, r.outcome, r.tail = 0, outcomeOf(&mu, &outcome), tail.bytes()
+			return r, ctx.Err()
 		case <-stop:
-			if !stopped {
+			if !r.stopped {
 				c.Log.Info("Asking memcached to save its cache and exit")
-				stopped = true
+				r.stopped = true
 			}
 			_ = cmd.Process.Signal(syscall.SIGUSR1)
+		case to := <-changed:
+			if !r.stopped {
+				c.Log.Info(SettingsChangedMessage, "from", settings, "to", to)
+				r.settingsChanged = true
+				_ = cmd.Process.Signal(syscall.SIGUSR1)
+			}
 		case err := <-exited:
-			code := exitCode(cmd.ProcessState)
-			o := outcomeOf(&mu, &outcome)
+			r.code, r.outcome, r.tail = exitCode(cmd.ProcessState), outcomeOf(&mu, &outcome), tail.bytes()
 			var exitErr *exec.ExitError
 			if err != nil && !errors.As(err, &exitErr) {
-				return code, stopped, o, tail.bytes(), fmt.Errorf("waiting for memcached: %w", err)
+				return r, fmt.Errorf("waiting for memcached: %w", err)
 			}
-			c.Log.Info("memcached exited", "exitCode", code, "stopped", stopped)
-			return code, stopped, o, tail.bytes(), nil
+			// Restarted for its settings only when it saved, as asked.
+			r.settingsChanged = r.settingsChanged && !r.stopped && r.code == 0
+			c.Log.Info("memcached exited", "exitCode", r.code, "stopped", r.stopped, "settingsChanged", r.settingsChanged)
+			return r, nil
 		}
 	}
+}
+
+// watchSettings reads c.SettingsFile every c.SettingsPoll once serving is
+// closed, until done is, and sends on changed, once, what it holds when
+// that is no longer running.
+func watchSettings(c Config, running []string, serving, done <-chan struct{}, changed chan<- []string) {
+	select {
+	case <-serving:
+	case <-done:
+		return
+	}
+	t := time.NewTicker(c.SettingsPoll)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		now, err := readSettings(c.SettingsFile)
+		if err != nil {
+			if !failing {
+				c.Log.Error("Cannot read memcached's settings", "error", err.Error())
+			}
+			failing = true
+			continue
+		}
+		failing = false
+		if !slices.Equal(now, running) {
+			changed <- now
+			return
+		}
+	}
+}
+
+// readSettings reads memcached's flags from file, one per line: none
+// when file is "" (no settings file).
+func readSettings(file string) ([]string, error) {
+	if file == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading memcached's settings: %w", err)
+	}
+	settings := []string{}
+	for line := range strings.Lines(string(b)) {
+		if line = strings.TrimSpace(line); line != "" {
+			settings = append(settings, line)
+		}
+	}
+	return settings, nil
 }
 
 func outcomeOf(mu *sync.Mutex, o *Outcome) Outcome {

@@ -47,6 +47,66 @@ func TestAStopSavesTheCacheAndTheNextStartRestoresIt(t *testing.T) {
 	}
 }
 
+// New settings in the settings file (as the kubelet writes a pod's
+// annotation: a new file swapped in) restart memcached warm in the same
+// runner, with no restart of its container: memcached takes them and keeps
+// every item, and the runner says so with the settings it started on.
+func TestNewSettingsRestartMemcachedWarmInTheSameContainer(t *testing.T) {
+	dir := memoryDir(t)
+	settings := filepath.Join(t.TempDir(), "settings")
+	write := func(content string) {
+		tmp := settings + ".tmp"
+		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, settings); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("--threads=2\n")
+	w := startWith(t, dir, settings, "-m", "64")
+	fill(t, w.addr, 1000)
+	if got := stat(t, w.addr, "stats settings", "num_threads"); got != "2" {
+		t.Fatalf("num_threads %s, want 2 from the settings file", got)
+	}
+	first := w.process().Pid
+
+	write("--threads=4\n--conn-limit=500\n\n")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		// Refused while memcached restarts.
+		if v, _ := statOf(w.addr, "stats settings", "num_threads"); v == "4" {
+			break
+		}
+		if time.Now().After(deadline) || w.exited() {
+			t.Fatalf("memcached did not take the new settings; it said:\n%s", w.output())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := stat(t, w.addr, "stats settings", "maxconns"); got != "500" {
+		t.Errorf("maxconns %s, want 500", got)
+	}
+	if got := items(t, w.addr); got != 1000 {
+		t.Fatalf("%d items after the settings changed, want 1000; it said:\n%s", got, w.output())
+	}
+	if w.process().Pid == first {
+		t.Errorf("memcached was not restarted")
+	}
+	if !w.said(`msg="memcached restored its cache from the memory file" items=1000 settings="[--threads=4 --conn-limit=500]"`) {
+		t.Errorf("the restart on the new settings was not reported:\n%s", w.logs.String())
+	}
+	// The same settings again (a file rewritten, not changed): no restart.
+	second := w.process().Pid
+	write("--threads=4\n--conn-limit=500\n")
+	time.Sleep(500 * time.Millisecond)
+	if w.process().Pid != second {
+		t.Errorf("memcached restarted for settings that did not change")
+	}
+	if code := w.stop(t); code != 0 {
+		t.Fatalf("exit code %d after a stop, want 0", code)
+	}
+}
+
 // A memory limit memcached cannot keep: it starts empty, and serves.
 func TestAnotherMemoryLimitStartsEmpty(t *testing.T) {
 	dir := memoryDir(t)
@@ -137,6 +197,12 @@ func memoryDir(t *testing.T) string {
 // and returns once memcached accepts connections.
 func start(t *testing.T, dir string, args ...string) *running {
 	t.Helper()
+	return startWith(t, dir, "", args...)
+}
+
+// startWith is start with memcached's settings file.
+func startWith(t *testing.T, dir, settingsFile string, args ...string) *running {
+	t.Helper()
 	addr, cmd := memcachedproc.CommandLine(t, host, args...)
 	w := &running{addr: addr, stopCh: make(chan os.Signal, 1), done: make(chan int, 1), logs: &syncBuffer{}, out: &syncBuffer{}}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -145,6 +211,8 @@ func start(t *testing.T, dir string, args ...string) *running {
 			Command:       cmd,
 			Address:       addr,
 			MemoryFile:    filepath.Join(dir, "memory"),
+			SettingsFile:  settingsFile,
+			SettingsPoll:  100 * time.Millisecond,
 			RestoreWindow: 10 * time.Second,
 			Stdout:        w.out,
 			Stderr:        w.out,
@@ -258,26 +326,45 @@ func fill(t *testing.T, addr string, n int) {
 // items is memcached's curr_items.
 func items(t *testing.T, addr string) int {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	n, err := strconv.Atoi(stat(t, addr, "stats", "curr_items"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	if _, err := c.Write([]byte("stats\r\n")); err != nil {
+	return n
+}
+
+// stat is name in what memcached answers command with ("stats", "stats
+// settings"); "" when it says none.
+func stat(t *testing.T, addr, command, name string) string {
+	t.Helper()
+	v, err := statOf(addr, command, name)
+	if err != nil {
 		t.Fatal(err)
 	}
+	return v
+}
+
+func statOf(addr, command, name string) (string, error) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(command + "\r\n")); err != nil {
+		return "", err
+	}
 	r := bufio.NewReader(c)
-	n := -1
+	v := ""
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		if line == "END\r\n" {
-			return n
+			return v, nil
 		}
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "STAT curr_items "); ok {
-			n, _ = strconv.Atoi(v)
+		if s, ok := strings.CutPrefix(strings.TrimSpace(line), "STAT "+name+" "); ok {
+			v = s
 		}
 	}
 }

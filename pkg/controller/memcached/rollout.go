@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,14 +32,18 @@ import (
 // the StatefulSet controller would, with one difference: a pod whose shape
 // is the template's (desired.AnnotationPodShape: they differ in images
 // only) is not replaced but brought to the template in place. The
-// operator sets its images and its revision label; the kubelet restarts
-// the containers whose image changed, and memcached's, stopped by the
-// warm runner, saves its cache and restores it. The next slot waits until
-// the restart is confirmed: the pod ready on a new memcached container,
-// whose runner said how many items memcached restored (its log), which the
-// pod's desired.AnnotationWarmRestart and an event then tell.
+// operator sets its images, labels, annotations and its revision label;
+// the kubelet restarts the containers whose image changed, and memcached's,
+// stopped by the warm runner, saves its cache and restores it. New
+// settings that memcached keeps (desired.KeptSettings) are an annotation
+// the kubelet writes to a file of the pod: the runner restarts memcached
+// warm in its container to take them. The next slot waits until the
+// restart is confirmed: the pod ready on a new memcached container (or,
+// for settings, the runner's word on the new ones), whose runner said how
+// many items memcached restored (its log), which the pod's
+// desired.AnnotationWarmRestart and an event then tell.
 //
-// Another change (threads, the memory limit, labels) replaces the pod: the
+// Another change (the memory limit, resources, TLS) replaces the pod: the
 // operator deletes it, the StatefulSet controller makes it anew from the
 // template, and its cache starts empty, which an event says. Pods that are
 // not ready are brought to the template first, all at once: they serve
@@ -62,17 +67,28 @@ const logLimitBytes = 64 << 10
 // place while no memcached container ran in it.
 const noContainer = "none"
 
-// PodLogs reads the start of the log of a container's current run.
+// settingsLogLimitBytes is how much of a memcached container's log since
+// new settings were set on its pod is read for the runner's word on the
+// restart that took them: memcached's own lines come between (all of them
+// at -vv).
+const settingsLogLimitBytes = 1 << 20
+
+// settingsPoll is how often the log of a memcached restarting in its
+// container for new settings is read: no event of the pod tells that it
+// did.
+const settingsPoll = 2 * time.Second
+
+// PodLogs reads the log of a container's current run.
 type PodLogs interface {
-	Head(ctx context.Context, namespace, pod, container string, limitBytes int64) ([]byte, error)
+	Read(ctx context.Context, namespace, pod string, opts *corev1.PodLogOptions) ([]byte, error)
 }
 
 // ClientsetLogs reads logs through the apiserver (pods/log).
 type ClientsetLogs struct{ Clientset kubernetes.Interface }
 
-// Head implements PodLogs.
-func (l ClientsetLogs) Head(ctx context.Context, namespace, pod, container string, limitBytes int64) ([]byte, error) {
-	return l.Clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, LimitBytes: &limitBytes}).DoRaw(ctx)
+// Read implements PodLogs.
+func (l ClientsetLogs) Read(ctx context.Context, namespace, pod string, opts *corev1.PodLogOptions) ([]byte, error) {
+	return l.Clientset.CoreV1().Pods(namespace).GetLogs(pod, opts).DoRaw(ctx)
 }
 
 // reconcileRollout is the rollout's phase: one step of bringing the pods
@@ -90,6 +106,7 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 	replicas := desired.Replicas(s.m)
 	var slots, outdated, notReadyOutdated []*owned.Pod
 	waiting := ""
+	var result ctrl.Result
 	for _, p := range s.obs.Pods {
 		k, ok := ordinal(p.Name, s.m.Name)
 		if !ok || k >= replicas {
@@ -107,6 +124,15 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 			outdated = append(outdated, p)
 			if p.RestartingFrom != "" {
 				waiting = fmt.Sprintf("memcached is restarting in place in pod %s", p.Name)
+			}
+		case strings.HasPrefix(p.RestartingFrom, desired.RestartingForSettings):
+			done, err := s.confirmSettingsRestart(ctx, p, want)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if !done {
+				waiting = fmt.Sprintf("memcached is restarting in place in pod %s for new settings", p.Name)
+				result = ctrl.Result{RequeueAfter: settingsPoll}
 			}
 		case p.RestartingFrom != "":
 			if !restarted(p, want) {
@@ -128,11 +154,12 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 		}
 	}
 	if len(notReadyOutdated) > 0 || len(outdated) == 0 {
-		return ctrl.Result{}, nil
+		return result, nil
 	}
 	if waiting != "" || int32(len(slots)) < replicas {
-		// The pods' next news is an event.
-		return ctrl.Result{}, nil
+		// The pods' next news is an event (or the log of a restart for
+		// new settings, read again after result).
+		return result, nil
 	}
 	last := slices.MaxFunc(outdated, func(a, b *owned.Pod) int {
 		i, _ := ordinal(a.Name, s.m.Name)
@@ -156,10 +183,10 @@ func rollingNote(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfigura
 	}
 	var notes []string
 	if inPlace > 0 {
-		notes = append(notes, fmt.Sprintf("%d pods to change in place (memcached restarts warm where its image changes)", inPlace))
+		notes = append(notes, fmt.Sprintf("%d pods to change in place (memcached restarts warm where its image or settings change)", inPlace))
 	}
 	if replaced > 0 {
-		notes = append(notes, fmt.Sprintf("%d pods to replace, each starting with an empty cache: the change is more than images, labels and annotations", replaced))
+		notes = append(notes, fmt.Sprintf("%d pods to replace, each starting with an empty cache: the change is more than images, labels, annotations and settings memcached keeps", replaced))
 	}
 	if waiting != "" {
 		notes = append(notes, waiting)
@@ -192,7 +219,7 @@ func (s *scope) bringToTemplate(ctx context.Context, p *owned.Pod, revision stri
 		// has not caught up with, is not sent twice.
 		{"op": "test", "path": revisionLabel, "value": p.Revision},
 	}
-	restarts := false
+	restarts := false // memcached's container
 	for i, c := range p.Images {
 		image, ok := images[c.Key()]
 		if !ok {
@@ -216,7 +243,24 @@ func (s *scope) bringToTemplate(ctx context.Context, p *owned.Pod, revision stri
 	}
 	ops = append(ops, map[string]any{"op": "replace", "path": revisionLabel, "value": revision})
 	ops = append(ops, metadataOps(p, want)...)
-	if !restarts {
+	settings, newSettings := want.Spec.Template.Annotations[desired.AnnotationMemcachedSettings]
+	newSettings = newSettings && settings != p.Annotations[desired.AnnotationMemcachedSettings]
+	switch {
+	case !restarts && newSettings && p.MemcachedID != "":
+		// The kubelet writes the annotation to the runner's settings file,
+		// and the runner restarts memcached warm in its container.
+		since := metav1.Now().Rfc3339Copy()
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationRestartingFrom),
+			"value": desired.RestartingForSettings + since.UTC().Format(time.RFC3339)})
+		ctrl.LoggerFrom(ctx).Info("Restarting memcached in place for new settings", "pod", p.Name, "revision", revision)
+		sent, err := s.patchPod(ctx, p, ops)
+		if sent {
+			s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventRestartingInPlace, "Restart",
+				"Pod %s: memcached restarts in place with settings %s, saving its cache to restore it", p.Name, settingsText(settings))
+		}
+		return err
+	case !restarts:
+		// A memcached not running takes new settings when it starts.
 		ctrl.LoggerFrom(ctx).Info("Bringing a pod to the template in place", "pod", p.Name, "revision", revision)
 		_, err := s.patchPod(ctx, p, ops)
 		return err
@@ -245,7 +289,7 @@ func (s *scope) replacePod(ctx context.Context, p *owned.Pod) error {
 		return fmt.Errorf("deleting pod %s: %w", p.Name, err)
 	}
 	s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventReplacingPod, "Replace",
-		"Pod %s is replaced: the change is more than images, labels and annotations, which needs a new pod; its cache starts empty", p.Name)
+		"Pod %s is replaced: the change is more than images, labels, annotations and settings memcached keeps, which needs a new pod; its cache starts empty", p.Name)
 	return nil
 }
 
@@ -296,13 +340,51 @@ func restarted(p *owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration) bool 
 // said of its cache, and tells it: on the pod (desired.AnnotationWarmRestart,
 // which ends the restart) and in an event.
 func (s *scope) confirmRestart(ctx context.Context, p *owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration) error {
-	log, err := s.Logs.Head(ctx, p.Namespace, p.Name, desired.ContainerName, logLimitBytes)
+	limit := int64(logLimitBytes)
+	log, err := s.Logs.Read(ctx, p.Namespace, p.Name, &corev1.PodLogOptions{Container: desired.ContainerName, LimitBytes: &limit})
 	if err != nil {
 		return fmt.Errorf("reading the log of pod %s's memcached: %w", p.Name, err)
 	}
-	said := runnerSaid(log)
+	said := runnerSaid(log, nil)
 	image := templateImages(want)[owned.ContainerImage{Name: desired.ContainerName}.Key()]
 	ctrl.LoggerFrom(ctx).Info("memcached restarted in place", "pod", p.Name, "restored", said.restored, "items", said.items)
+	return s.endRestart(ctx, p, said, "with image "+image)
+}
+
+// confirmSettingsRestart reads, in the log of p's memcached since new
+// settings were set on p, whether its warm runner restarted memcached on
+// them, and if it did, tells it as confirmRestart does. done: it did (or
+// the annotation is not the operator's, and the restart is ended
+// unconfirmed).
+func (s *scope) confirmSettingsRestart(ctx context.Context, p *owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration) (bool, error) {
+	since, err := time.Parse(time.RFC3339, strings.TrimPrefix(p.RestartingFrom, desired.RestartingForSettings))
+	if err != nil {
+		// Not the operator's: end it as unconfirmed.
+		return true, s.endRestart(ctx, p, restartWord{}, "with new settings")
+	}
+	settings := want.Spec.Template.Annotations[desired.AnnotationMemcachedSettings]
+	if !p.Ready || p.Annotations[desired.AnnotationMemcachedSettings] != settings {
+		return false, nil
+	}
+	limit := int64(settingsLogLimitBytes)
+	log, err := s.Logs.Read(ctx, p.Namespace, p.Name, &corev1.PodLogOptions{
+		Container: desired.ContainerName, LimitBytes: &limit, SinceTime: &metav1.Time{Time: since},
+	})
+	if err != nil {
+		return false, fmt.Errorf("reading the log of pod %s's memcached: %w", p.Name, err)
+	}
+	said := runnerSaid(log, splitSettings(settings))
+	if said == (restartWord{}) {
+		return false, nil // not yet
+	}
+	ctrl.LoggerFrom(ctx).Info("memcached restarted in place for new settings", "pod", p.Name, "restored", said.restored, "items", said.items)
+	return true, s.endRestart(ctx, p, said, "with settings "+settingsText(settings))
+}
+
+// endRestart ends p's restart in place: it removes
+// desired.AnnotationRestartingFrom and says what memcached kept, on the pod
+// (desired.AnnotationWarmRestart) and in an event, once.
+func (s *scope) endRestart(ctx context.Context, p *owned.Pod, said restartWord, with string) error {
 	restarting := "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationRestartingFrom)
 	sent, err := s.patchPod(ctx, p, []map[string]any{
 		{"op": "test", "path": "/metadata/uid", "value": p.UID},
@@ -315,10 +397,10 @@ func (s *scope) confirmRestart(ctx context.Context, p *owned.Pod, want *appsv1ac
 	case !sent:
 	case said.restored:
 		s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventRestartedWarm, "Restart",
-			"Pod %s restarted memcached in place with image %s: %s", p.Name, image, said)
+			"Pod %s restarted memcached in place %s: %s", p.Name, with, said)
 	default:
 		s.Recorder.Eventf(s.m, nil, corev1.EventTypeWarning, eventRestartedEmpty, "Restart",
-			"Pod %s restarted memcached in place with image %s, and its cache is empty: %s", p.Name, image, said)
+			"Pod %s restarted memcached in place %s, and its cache is empty: %s", p.Name, with, said)
 	}
 	return err
 }
@@ -346,20 +428,25 @@ func (w restartWord) String() string {
 	return "the warm runner said nothing of a restore at the start of memcached's log"
 }
 
-// runnerSaid reads the warm runner's lines (JSON) in the start of a
-// memcached container's log.
-func runnerSaid(log []byte) restartWord {
+// runnerSaid reads the warm runner's lines (JSON) in a memcached
+// container's log: what it said of the first start of memcached in it,
+// or, with settings, of the first start on those settings.
+func runnerSaid(log []byte, settings []string) restartWord {
 	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 0, 64<<10), logLimitBytes)
+	sc.Buffer(make([]byte, 0, 64<<10), settingsLogLimitBytes)
 	for sc.Scan() {
 		var line struct {
-			Msg        string `json:"msg"`
-			Items      *int   `json:"items"`
-			ItemsError string `json:"itemsError"`
-			Memcached  string `json:"memcached"`
+			Msg        string    `json:"msg"`
+			Items      *int      `json:"items"`
+			ItemsError string    `json:"itemsError"`
+			Memcached  string    `json:"memcached"`
+			Settings   *[]string `json:"settings"`
 		}
 		if json.Unmarshal(sc.Bytes(), &line) != nil {
 			continue // memcached's own
+		}
+		if settings != nil && (line.Settings == nil || !slices.Equal(*line.Settings, settings)) {
+			continue
 		}
 		switch line.Msg {
 		case warm.RestoredMessage:
@@ -373,6 +460,27 @@ func runnerSaid(log []byte) restartWord {
 		}
 	}
 	return restartWord{}
+}
+
+// splitSettings are the flags of desired.AnnotationMemcachedSettings, as
+// the warm runner reads them (never nil).
+func splitSettings(annotation string) []string {
+	flags := []string{}
+	for line := range strings.Lines(annotation) {
+		if line = strings.TrimSpace(line); line != "" {
+			flags = append(flags, line)
+		}
+	}
+	return flags
+}
+
+// settingsText is desired.AnnotationMemcachedSettings on one line.
+func settingsText(annotation string) string {
+	flags := splitSettings(annotation)
+	if len(flags) == 0 {
+		return "(memcached's defaults)"
+	}
+	return strings.Join(flags, " ")
 }
 
 // patchPod sends a JSON patch of p, and tells whether the apiserver

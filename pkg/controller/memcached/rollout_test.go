@@ -33,9 +33,27 @@ slab class   1: chunk size        96 perslab   10922
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			NewWithT(t).Expect(runnerSaid([]byte(tt.log)).String()).To(Equal(tt.want))
+			NewWithT(t).Expect(runnerSaid([]byte(tt.log), nil).String()).To(Equal(tt.want))
 		})
 	}
+}
+
+// A restart in the container for new settings is confirmed by the
+// runner's line for those settings, not by one of an earlier start.
+func TestRunnerSaidOfSettings(t *testing.T) {
+	g := NewWithT(t)
+	log := []byte(`{"msg":"memcached restored its cache from the memory file","items":10,"settings":["--threads=2"]}
+<28 new auto-negotiating client connection
+{"msg":"memcached's settings changed: restarting it warm to take them","from":["--threads=2"],"to":["--threads=4","-v"]}
+{"msg":"memcached restored its cache from the memory file","items":12,"settings":["--threads=4","-v"]}
+`)
+	g.Expect(runnerSaid(log, splitSettings("--threads=4\n-v")).String()).To(Equal("memcached restored 12 items from its memory file"))
+	g.Expect(runnerSaid(log, splitSettings("--threads=2")).String()).To(Equal("memcached restored 10 items from its memory file"))
+	g.Expect(runnerSaid(log, splitSettings("--threads=8"))).To(Equal(restartWord{}), "not yet")
+	g.Expect(runnerSaid([]byte(`{"msg":"memcached restored its cache from the memory file","items":3,"settings":[]}`), splitSettings(""))).
+		To(Equal(restartWord{restored: true, items: 3}), "memcached's defaults")
+	g.Expect(settingsText("")).To(Equal("(memcached's defaults)"))
+	g.Expect(settingsText("-v\n--threads=4")).To(Equal("-v --threads=4"))
 }
 
 func TestOrdinal(t *testing.T) {
@@ -82,8 +100,8 @@ func TestRollingNote(t *testing.T) {
 		WithAnnotations(map[string]string{desired.AnnotationPodShape: "s2"})))
 	same, other, none := &owned.Pod{Shape: "s2"}, &owned.Pod{Shape: "s1"}, &owned.Pod{}
 	g := NewWithT(t)
-	g.Expect(rollingNote([]*owned.Pod{same, same}, want, "")).To(Equal("2 pods to change in place (memcached restarts warm where its image changes)"))
+	g.Expect(rollingNote([]*owned.Pod{same, same}, want, "")).To(Equal("2 pods to change in place (memcached restarts warm where its image or settings change)"))
 	g.Expect(rollingNote([]*owned.Pod{other, none}, want, "pod cache-2 is not ready")).To(Equal(
-		"2 pods to replace, each starting with an empty cache: the change is more than images, labels and annotations; pod cache-2 is not ready"))
+		"2 pods to replace, each starting with an empty cache: the change is more than images, labels, annotations and settings memcached keeps; pod cache-2 is not ready"))
 	g.Expect(rollingNote(nil, want, "")).To(BeEmpty())
 }
