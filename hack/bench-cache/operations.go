@@ -158,7 +158,7 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 		{"pod label change (on the pods, no restart)", 3, true, false, nil, func() error {
 			return patch(memcached(), `{"spec":{"podLabels":{"team":"bench"}}}`)
 		}},
-		{"threads change (a setting memcached keeps; the pods replaced)", 3, true, true, nil, func() error {
+		{"threads change (a setting memcached keeps; restarted in place)", 3, true, false, nil, func() error {
 			return patch(memcached(), `{"spec":{"threads":2}}`)
 		}},
 		{"memory limit change (memcached cannot keep it; the pods replaced)", 3, true, true, nil, func() error {
@@ -319,17 +319,24 @@ func stayedSlots(m *cachev1alpha1.Memcached, before, after []corev1.Pod) map[str
 }
 
 // restartedSlots are the ring names of m's slots whose pod is the same
-// before and after an operation and whose memcached restarted in it.
+// before and after an operation and whose memcached restarted in it: its
+// container restarted (a new image), or its runner restarted it in the
+// container (new settings, the pod's annotation).
 func restartedSlots(m *cachev1alpha1.Memcached, before, after []corev1.Pod) map[string]bool {
-	restarts := map[types.UID]int32{}
+	was := map[types.UID]corev1.Pod{}
 	for _, p := range before {
-		restarts[p.UID] = memcachedRestarts(p)
+		was[p.UID] = p
 	}
 	out := map[string]bool{}
 	port := strconv.Itoa(int(ptr.Deref(m.Spec.ContainerPort, desired.DefaultContainerPort)))
 	for _, p := range after {
 		k, err := strconv.Atoi(strings.TrimPrefix(p.Name, m.Name+"-"))
-		if was, ok := restarts[p.UID]; err == nil && ok && memcachedRestarts(p) > was {
+		b, ok := was[p.UID]
+		if err != nil || !ok {
+			continue
+		}
+		settings := desired.AnnotationMemcachedSettings
+		if memcachedRestarts(p) > memcachedRestarts(b) || p.Annotations[settings] != b.Annotations[settings] {
 			out[net.JoinHostPort(desired.SlotHost(m.Name, m.Namespace, k), port)] = true
 		}
 	}
