@@ -130,6 +130,18 @@ func TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache(t *testing.T) {
 	slots := []string{"inplace-0", "inplace-1"}
 	first, next := memcachedImages()
 	const broken = "localhost/memcached:does-not-exist"
+	// restartCounts are the restart counts of memcached's container in
+	// the slots, whose pods are those of the start.
+	restartCounts := func(ctx context.Context, g *WithT, k client.Client) map[string]int32 {
+		restarts := map[string]int32{}
+		for _, name := range slots {
+			p := &corev1.Pod{}
+			g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+			g.Expect(p.UID).To(Equal(uids[name]), "the same pod")
+			restarts[name] = memcachedStatus(p).RestartCount
+		}
+		return restarts
+	}
 	f := features.New("an image change keeps the cache").WithLabel("needs", "containers").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			if provider != "local" {
@@ -208,12 +220,7 @@ func TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache(t *testing.T) {
 		}).
 		Assess("pod labels and annotations change on the pods, with no restart", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, k := NewWithT(t), kube(t, cfg)
-			restarts := map[string]int32{}
-			for _, name := range slots {
-				p := &corev1.Pod{}
-				g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
-				restarts[name] = memcachedStatus(p).RestartCount
-			}
+			restarts := restartCounts(ctx, g, k)
 			m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key().Name}}
 			onPods := func(patch string, check func(g Gomega, p *corev1.Pod)) {
 				g.Expect(k.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
@@ -236,24 +243,14 @@ func TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache(t *testing.T) {
 				g.Expect(p.Labels).NotTo(HaveKey("tier"), "a pod label removed from the spec")
 				g.Expect(p.Annotations).To(HaveKeyWithValue("example.com/owner", "b"))
 			})
-			for _, name := range slots {
-				p := &corev1.Pod{}
-				g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
-				g.Expect(p.UID).To(Equal(uids[name]), "the same pod")
-				g.Expect(memcachedStatus(p).RestartCount).To(Equal(restarts[name]), "no restart")
-			}
+			g.Expect(restartCounts(ctx, g, k)).To(Equal(restarts), "no restart")
 			g.Expect(itemsPerSlot(t, k, key(), 2)).To(Equal(before))
 			g.Expect(eventsOf(g, t, cfg, key(), "ReplacingPod")).To(BeEmpty())
 			return ctx
 		}).
 		Assess("threads and connections change in place: memcached restarts warm in its container", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, k := NewWithT(t), kube(t, cfg)
-			restarts := map[string]int32{}
-			for _, name := range slots {
-				p := &corev1.Pod{}
-				g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
-				restarts[name] = memcachedStatus(p).RestartCount
-			}
+			restarts := restartCounts(ctx, g, k)
 			m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key().Name}}
 			g.Expect(k.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"threads":2,"maxConnections":500}}`)))).To(Succeed())
 			g.Eventually(func(g Gomega) {
@@ -268,12 +265,7 @@ func TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache(t *testing.T) {
 				}
 			}).WithTimeout(2 * timeout).WithPolling(poll).Should(Succeed())
 			converged(t, k, key(), 2)
-			for _, name := range slots {
-				p := &corev1.Pod{}
-				g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
-				g.Expect(p.UID).To(Equal(uids[name]), "the same pod")
-				g.Expect(memcachedStatus(p).RestartCount).To(Equal(restarts[name]), "the same container: memcached restarted in it")
-			}
+			g.Expect(restartCounts(ctx, g, k)).To(Equal(restarts), "the same container: memcached restarted in it")
 			g.Expect(itemsPerSlot(t, k, key(), 2)).To(Equal(before), "every item kept")
 			var confirmed []string
 			for _, e := range eventsOf(g, t, cfg, key(), "RestartedWarm") {
