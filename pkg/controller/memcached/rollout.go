@@ -207,9 +207,57 @@ func ordinal(name, set string) (int32, bool) {
 // bringToTemplate brings p to revision, want's template: in place when p
 // has its shape, by replacing p otherwise.
 func (s *scope) bringToTemplate(ctx context.Context, p *owned.Pod, revision string, want *appsv1ac.StatefulSetApplyConfiguration) error {
+	step := inPlaceStep(p, revision, want, time.Now())
+	switch step.kind {
+	case replace:
+		return s.replacePod(ctx, p)
+	case noRestart:
+		ctrl.LoggerFrom(ctx).Info("Bringing a pod to the template in place", "pod", p.Name, "revision", revision)
+		_, err := s.patchPod(ctx, p, step.ops)
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("Restarting memcached in place", "pod", p.Name, "revision", revision, "with", step.with)
+	sent, err := s.patchPod(ctx, p, step.ops)
+	if sent {
+		s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventRestartingInPlace, "Restart",
+			"Pod %s: memcached restarts in place %s, saving its cache to restore it", p.Name, step.with)
+	}
+	return err
+}
+
+// stepKind is how a pod is brought to a template.
+type stepKind int
+
+const (
+	// replace: the pod is deleted, for its controller to make anew.
+	replace stepKind = iota
+	// noRestart: the pod is patched, and memcached goes on as it runs.
+	noRestart
+	// restartContainer: memcached's image changes; the kubelet restarts
+	// its container.
+	restartContainer
+	// restartForSettings: memcached's settings change; its runner
+	// restarts it in its container.
+	restartForSettings
+)
+
+// step is how to bring a pod to a template: kind, and for a patch, its
+// operations and what memcached restarts with.
+type step struct {
+	kind stepKind
+	ops  []map[string]any
+	with string
+}
+
+// inPlaceStep is how to bring p to revision, want's template, at now: a
+// JSON patch of its images, labels, annotations (memcached's settings
+// among them) and revision label when p has the template's shape, with
+// desired.AnnotationRestartingFrom where memcached restarts; else a
+// replacement.
+func inPlaceStep(p *owned.Pod, revision string, want *appsv1ac.StatefulSetApplyConfiguration, now time.Time) step {
 	shape := want.Spec.Template.Annotations[desired.AnnotationPodShape]
 	if p.Shape == "" || p.Shape != shape {
-		return s.replacePod(ctx, p)
+		return step{kind: replace}
 	}
 	images := templateImages(want)
 	revisionLabel := "/metadata/labels/" + jsonPointerEscape(appsv1.ControllerRevisionHashLabelKey)
@@ -224,7 +272,7 @@ func (s *scope) bringToTemplate(ctx context.Context, p *owned.Pod, revision stri
 		image, ok := images[c.Key()]
 		if !ok {
 			// Not the template's containers: another's change; replace.
-			return s.replacePod(ctx, p)
+			return step{kind: replace}
 		}
 		if image == c.Image {
 			continue
@@ -243,40 +291,28 @@ func (s *scope) bringToTemplate(ctx context.Context, p *owned.Pod, revision stri
 	}
 	ops = append(ops, map[string]any{"op": "replace", "path": revisionLabel, "value": revision})
 	ops = append(ops, metadataOps(p, want)...)
+	restarting := func(from string) map[string]any {
+		return map[string]any{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationRestartingFrom), "value": from}
+	}
 	settings, newSettings := want.Spec.Template.Annotations[desired.AnnotationMemcachedSettings]
 	newSettings = newSettings && settings != p.Annotations[desired.AnnotationMemcachedSettings]
 	switch {
-	case !restarts && newSettings && p.MemcachedID != "":
+	case restarts:
+		// With new settings too: the next container reads them at start.
+		from := p.MemcachedID
+		if from == "" {
+			from = noContainer // none runs: an image that could not start
+		}
+		return step{kind: restartContainer, ops: append(ops, restarting(from)),
+			with: "with image " + images[owned.ContainerImage{Name: desired.ContainerName}.Key()]}
+	case newSettings && p.MemcachedID != "":
 		// The kubelet writes the annotation to the runner's settings file,
 		// and the runner restarts memcached warm in its container.
-		since := metav1.Now().Rfc3339Copy()
-		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationRestartingFrom),
-			"value": desired.RestartingForSettings + since.UTC().Format(time.RFC3339)})
-		ctrl.LoggerFrom(ctx).Info("Restarting memcached in place for new settings", "pod", p.Name, "revision", revision)
-		sent, err := s.patchPod(ctx, p, ops)
-		if sent {
-			s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventRestartingInPlace, "Restart",
-				"Pod %s: memcached restarts in place with settings %s, saving its cache to restore it", p.Name, settingsText(settings))
-		}
-		return err
-	case !restarts:
-		// A memcached not running takes new settings when it starts.
-		ctrl.LoggerFrom(ctx).Info("Bringing a pod to the template in place", "pod", p.Name, "revision", revision)
-		_, err := s.patchPod(ctx, p, ops)
-		return err
+		since := desired.RestartingForSettings + now.UTC().Format(time.RFC3339)
+		return step{kind: restartForSettings, ops: append(ops, restarting(since)), with: "with settings " + settingsText(settings)}
 	}
-	from := p.MemcachedID
-	if from == "" {
-		from = noContainer // none runs: an image that could not start
-	}
-	ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationRestartingFrom), "value": from})
-	ctrl.LoggerFrom(ctx).Info("Restarting memcached in place for a new image", "pod", p.Name, "revision", revision)
-	sent, err := s.patchPod(ctx, p, ops)
-	if sent {
-		s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventRestartingInPlace, "Restart",
-			"Pod %s: memcached restarts in place with image %s, saving its cache to restore it", p.Name, images[owned.ContainerImage{Name: desired.ContainerName}.Key()])
-	}
-	return err
+	// A memcached not running takes new settings when it starts.
+	return step{kind: noRestart, ops: ops}
 }
 
 // replacePod deletes p, which its StatefulSet's controller makes anew from

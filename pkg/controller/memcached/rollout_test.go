@@ -2,8 +2,11 @@ package memcached
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
@@ -104,4 +107,70 @@ func TestRollingNote(t *testing.T) {
 	g.Expect(rollingNote([]*owned.Pod{other, none}, want, "pod cache-2 is not ready")).To(Equal(
 		"2 pods to replace, each starting with an empty cache: the change is more than images, labels, annotations and settings memcached keeps; pod cache-2 is not ready"))
 	g.Expect(rollingNote(nil, want, "")).To(BeEmpty())
+}
+
+// How a pod takes a template: in place, restarting memcached's container
+// for its image and memcached in its container for its settings; replaced
+// when its shape is another.
+func TestInPlaceStep(t *testing.T) {
+	now := time.Date(2026, 12, 4, 10, 20, 30, 500, time.UTC)
+	template := func(image, settings string) *appsv1ac.StatefulSetApplyConfiguration {
+		return appsv1ac.StatefulSet("cache", "ns").WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(corev1ac.PodTemplateSpec().
+			WithAnnotations(map[string]string{desired.AnnotationPodShape: "s", desired.AnnotationMemcachedSettings: settings}).
+			WithSpec(corev1ac.PodSpec().
+				WithInitContainers(corev1ac.Container().WithName(desired.WarmInstallContainerName).WithImage("operator:1")).
+				WithContainers(corev1ac.Container().WithName(desired.ContainerName).WithImage(image)))))
+	}
+	pod := func(memcachedID string) *owned.Pod {
+		return &owned.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "cache-1", UID: "u1"},
+			Revision:   "r1", Shape: "s", MemcachedID: memcachedID,
+			Labels:      map[string]string{"controller-revision-hash": "r1"},
+			Annotations: map[string]string{desired.AnnotationPodShape: "s", desired.AnnotationMemcachedSettings: "--threads=4"},
+			Images: []owned.ContainerImage{
+				{Name: desired.WarmInstallContainerName, Image: "operator:1", Init: true},
+				{Name: desired.ContainerName, Image: "memcached:1"},
+			},
+		}
+	}
+	restartingFrom := func(s step) any {
+		for _, op := range s.ops {
+			if op["path"] == "/metadata/annotations/cache.example.com~1restarting-from" {
+				return op["value"]
+			}
+		}
+		return nil
+	}
+	g := NewWithT(t)
+
+	s := inPlaceStep(pod("c1"), "r2", template("memcached:2", "--threads=4"), now)
+	g.Expect(s.kind).To(Equal(restartContainer))
+	g.Expect(s.ops).To(ContainElements(
+		map[string]any{"op": "test", "path": "/metadata/uid", "value": types.UID("u1")},
+		map[string]any{"op": "test", "path": "/spec/containers/0/name", "value": desired.ContainerName},
+		map[string]any{"op": "replace", "path": "/spec/containers/0/image", "value": "memcached:2"},
+		map[string]any{"op": "replace", "path": "/metadata/labels/controller-revision-hash", "value": "r2"}))
+	g.Expect(restartingFrom(s)).To(Equal("c1"))
+	g.Expect(s.with).To(Equal("with image memcached:2"))
+
+	s = inPlaceStep(pod("c1"), "r2", template("memcached:1", "--threads=2\n-v"), now)
+	g.Expect(s.kind).To(Equal(restartForSettings))
+	g.Expect(s.ops).To(ContainElement(map[string]any{"op": "add", "path": "/metadata/annotations/cache.example.com~1memcached-settings", "value": "--threads=2\n-v"}))
+	g.Expect(restartingFrom(s)).To(Equal("settings since 2026-12-04T10:20:30Z"))
+	g.Expect(s.with).To(Equal("with settings --threads=2 -v"))
+
+	s = inPlaceStep(pod("c1"), "r2", template("memcached:2", "--threads=2"), now)
+	g.Expect(s.kind).To(Equal(restartContainer), "the new container reads the new settings as it starts")
+
+	s = inPlaceStep(pod(""), "r2", template("memcached:1", "--threads=2"), now)
+	g.Expect(s.kind).To(Equal(noRestart), "no memcached runs: it takes them as it starts")
+	g.Expect(restartingFrom(s)).To(BeNil())
+
+	s = inPlaceStep(pod("c1"), "r2", template("memcached:1", "--threads=4"), now)
+	g.Expect(s.kind).To(Equal(noRestart))
+	g.Expect(restartingFrom(s)).To(BeNil())
+
+	other := pod("c1")
+	other.Shape = "another"
+	g.Expect(inPlaceStep(other, "r2", template("memcached:1", "--threads=2"), now).kind).To(Equal(replace))
 }
