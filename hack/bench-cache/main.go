@@ -39,6 +39,8 @@ type config struct {
 	skipOps    bool
 	noReloader bool
 	skipTarget bool
+	// memory: measure a pod's memory at a full cache.
+	memory bool
 	// short: a quick run that checks the goals that are not figures of
 	// speed (make test runs it): a short window, fewer keys, the
 	// operations that are not the e2e suite's.
@@ -58,6 +60,7 @@ func main() {
 	flag.BoolVar(&c.skipOps, "skip-operations", false, "measure throughput only")
 	flag.BoolVar(&c.noReloader, "no-reloader", false, "run the operator without a reloader image (pods with TLS or authentication run no reloader and roll on new Secret content), to measure what the reloader costs")
 	flag.BoolVar(&c.skipTarget, "skip-throughput", false, "measure the operations only")
+	flag.BoolVar(&c.memory, "memory", false, "also measure a pod's memory (its cgroups on the real node) at a full cache, and after memcached restarted in place")
 	flag.BoolVar(&c.short, "short", false, "a quick run (2s windows, 3,000 keys, the limit and the default pod, the operations but the Secret rotations, which the e2e suite covers) that fails on a client-visible error or a key lost where the pods stayed as they were; figures of speed are reported, not checked")
 	flag.Parse()
 	if c.short {

@@ -81,6 +81,10 @@ func run(ctx context.Context, cfg config) (string, error) {
 	if err == nil && !cfg.skipOps {
 		ops, err = e.operations(ctx)
 	}
+	var mem *memoryMeasure
+	if err == nil && cfg.memory {
+		mem, err = e.memory(ctx)
+	}
 	if err == nil {
 		var missed []string
 		for _, g := range unmet(goalsOf(rows, ops), cfg.short) {
@@ -90,7 +94,11 @@ func run(ctx context.Context, cfg config) (string, error) {
 			err = fmt.Errorf("goals not met: %s", strings.Join(missed, "; "))
 		}
 	}
-	return render(e, rows, ops), err
+	report := render(e, rows, ops)
+	if mem != nil {
+		report += "\n" + renderMemory(mem)
+	}
+	return report, err
 }
 
 // setUp creates a local cluster whose only node is the real node, the
