@@ -13,6 +13,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -275,6 +276,41 @@ func TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache(t *testing.T) {
 			}
 			g.Expect(confirmed).To(HaveLen(2), "one confirmed restart per slot")
 			g.Expect(eventsOf(g, t, cfg, key(), "RestartedEmpty")).To(BeEmpty())
+			g.Expect(eventsOf(g, t, cfg, key(), "ReplacingPod")).To(BeEmpty())
+			return ctx
+		}).
+		Assess("resources change in place: the pods are resized, nothing restarts", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, k := NewWithT(t), kube(t, cfg)
+			restarts := restartCounts(ctx, g, k)
+			m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key().Name}}
+			g.Expect(k.Patch(ctx, m, client.RawPatch(types.MergePatchType,
+				[]byte(`{"spec":{"resources":{"requests":{"cpu":"50m","memory":"96Mi"},"limits":{"memory":"256Mi"}}}}`)))).To(Succeed())
+			want := corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("96Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+			}
+			g.Eventually(func(g Gomega) {
+				for _, name := range slots {
+					p := &corev1.Pod{}
+					g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+					s := memcachedStatus(p)
+					g.Expect(s.Resources).NotTo(BeNil(), "the kubelet says which resources memcached runs with")
+					for _, l := range [][2]corev1.ResourceList{{s.Resources.Requests, want.Requests}, {s.Resources.Limits, want.Limits}} {
+						for r, q := range l[1] {
+							have, ok := l[0][r]
+							g.Expect(ok).To(BeTrue(), "%s: %s", name, r)
+							g.Expect(have.Cmp(q)).To(BeZero(), "%s: %s", name, r)
+						}
+					}
+					for _, c := range p.Status.Conditions {
+						g.Expect(c.Type).NotTo(BeElementOf(corev1.PodResizePending, corev1.PodResizeInProgress), c.Message)
+					}
+				}
+			}).WithTimeout(2 * timeout).WithPolling(poll).Should(Succeed())
+			converged(t, k, key(), 2)
+			g.Expect(restartCounts(ctx, g, k)).To(Equal(restarts), "the same containers")
+			g.Expect(itemsPerSlot(t, k, key(), 2)).To(Equal(before), "every item kept")
+			g.Expect(eventsOf(g, t, cfg, key(), "ResizingInPlace")).To(HaveLen(2))
 			g.Expect(eventsOf(g, t, cfg, key(), "ReplacingPod")).To(BeEmpty())
 			return ctx
 		}).

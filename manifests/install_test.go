@@ -458,7 +458,7 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 		// Pods are listed and watched; where memcached runs warm, the
 		// operator rolls them: it patches them (images, labels), deletes
 		// them one at a time, and reads memcached's log once per restart.
-		"/pods:list", "/pods:watch", "/pods:patch", "/pods:delete", "/pods/log:get",
+		"/pods:list", "/pods:watch", "/pods:patch", "/pods:delete", "/pods/log:get", "/pods/resize:patch",
 		"/secrets:list", "/secrets:watch",
 		"/services:create", "/services:get", "/services:list", "/services:patch", "/services:watch",
 		"apps/statefulsets:create", "apps/statefulsets:get", "apps/statefulsets:list", "apps/statefulsets:patch", "apps/statefulsets:watch",

@@ -129,10 +129,11 @@ func ParsePodMetadataKeys(s string) PodMetadataKeys {
 // new pod: they stand for the content of what the pod mounts.
 var restartAnnotations = []string{AnnotationTLSDigest, AnnotationAuthDigest, AnnotationRestartedFor}
 
-// podShape is a digest of template with its containers' images, its labels
-// and its annotations left out (but those of restartAnnotations): two
-// templates of the same shape differ at most in what a pod can take in
-// place.
+// podShape is a digest of template with its containers' images, the
+// memcached container's resources, its labels and its annotations left out
+// (but those of restartAnnotations): two templates of the same shape differ
+// at most in what a pod can take in place (resources where the cluster
+// resizes pods in place: the operator replaces the pod where it cannot).
 func podShape(template *corev1ac.PodTemplateSpecApplyConfiguration) string {
 	t := *template
 	meta := &metav1ac.ObjectMetaApplyConfiguration{}
@@ -144,8 +145,8 @@ func podShape(template *corev1ac.PodTemplateSpecApplyConfiguration) string {
 	t.ObjectMetaApplyConfiguration = meta
 	spec := *t.Spec
 	t.Spec = &spec
-	spec.InitContainers = withoutImages(spec.InitContainers)
-	spec.Containers = withoutImages(spec.Containers)
+	spec.InitContainers = withoutInPlace(spec.InitContainers)
+	spec.Containers = withoutInPlace(spec.Containers)
 	b, err := json.Marshal(t)
 	if err != nil {
 		// Apply configurations are plain data.
@@ -155,10 +156,15 @@ func podShape(template *corev1ac.PodTemplateSpecApplyConfiguration) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-func withoutImages(cs []corev1ac.ContainerApplyConfiguration) []corev1ac.ContainerApplyConfiguration {
+// withoutInPlace are cs without what a pod's containers can take in
+// place: their images, memcached's resources.
+func withoutInPlace(cs []corev1ac.ContainerApplyConfiguration) []corev1ac.ContainerApplyConfiguration {
 	out := make([]corev1ac.ContainerApplyConfiguration, len(cs))
 	for i, c := range cs {
 		c.Image = nil
+		if c.Name != nil && *c.Name == ContainerName {
+			c.Resources = nil
+		}
 		out[i] = c
 	}
 	return out

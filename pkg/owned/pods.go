@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"strings"
 
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/reload"
@@ -72,6 +73,19 @@ type Pod struct {
 	// memcached container the operator restarted in place, until it
 	// confirmed the restart.
 	RestartingFrom string `json:"restartingFrom,omitempty"`
+	// Resources are the memcached container's resources in the pod's
+	// spec, and Resized those the kubelet says it runs with (its status;
+	// nil from a kubelet that does not resize pods in place), where the
+	// pod has a Shape.
+	Resources corev1.ResourceRequirements  `json:"resources,omitempty"`
+	Resized   *corev1.ResourceRequirements `json:"resized,omitempty"`
+	// Resizing is the reason and message of the pod's PodResizePending
+	// or PodResizeInProgress condition ("Infeasible: ..."), while the
+	// kubelet has not made a resize in place.
+	Resizing string `json:"resizing,omitempty"`
+	// ResizeFailed: that condition says the resize cannot be made
+	// (Infeasible, or Error while making it).
+	ResizeFailed bool `json:"resizeFailed,omitempty"`
 }
 
 // ContainerImage is a container of a pod's spec and its image.
@@ -150,6 +164,22 @@ func SummarizePod(p *corev1.Pod) *Pod {
 	for _, st := range p.Status.ContainerStatuses {
 		if st.Name == desired.ContainerName {
 			s.MemcachedID = st.ContainerID
+			if s.Shape != "" {
+				s.Resized = st.Resources
+			}
+		}
+	}
+	if s.Shape != "" {
+		for _, c := range p.Spec.Containers {
+			if c.Name == desired.ContainerName {
+				s.Resources = c.Resources
+			}
+		}
+		for _, c := range p.Status.Conditions {
+			if (c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress) && c.Status == corev1.ConditionTrue {
+				s.Resizing = strings.TrimSuffix(c.Reason+": "+c.Message, ": ")
+				s.ResizeFailed = s.ResizeFailed || c.Reason == corev1.PodReasonInfeasible || c.Reason == corev1.PodReasonError
+			}
 		}
 	}
 	for _, c := range p.Status.Conditions {

@@ -56,6 +56,7 @@ const (
 	eventRestartedWarm     = "RestartedWarm"
 	eventRestartedEmpty    = "RestartedEmpty"
 	eventReplacingPod      = "ReplacingPod"
+	eventResizingInPlace   = "ResizingInPlace"
 )
 
 // logLimitBytes is how much of the start of a memcached container's log is
@@ -125,6 +126,14 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 			if p.RestartingFrom != "" {
 				waiting = fmt.Sprintf("memcached is restarting in place in pod %s", p.Name)
 			}
+		case p.ResizeFailed:
+			// The kubelet cannot make the resize: a new pod takes it.
+			if err := s.replacePod(ctx, p, "the node cannot resize it in place: "+p.Resizing); err != nil {
+				return ctrl.Result{}, err
+			}
+			waiting = fmt.Sprintf("pod %s is being replaced", p.Name)
+		case resizing(p):
+			waiting = fmt.Sprintf("pod %s resizes in place", p.Name)
 		case strings.HasPrefix(p.RestartingFrom, desired.RestartingForSettings):
 			done, err := s.confirmSettingsRestart(ctx, p, want)
 			if err != nil {
@@ -186,7 +195,7 @@ func rollingNote(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfigura
 		notes = append(notes, fmt.Sprintf("%d pods to change in place (memcached restarts warm where its image or settings change)", inPlace))
 	}
 	if replaced > 0 {
-		notes = append(notes, fmt.Sprintf("%d pods to replace, each starting with an empty cache: the change is more than images, labels, annotations and settings memcached keeps", replaced))
+		notes = append(notes, fmt.Sprintf("%d pods to replace, each starting with an empty cache: the change is more than images, labels, annotations, settings memcached keeps and resources", replaced))
 	}
 	if waiting != "" {
 		notes = append(notes, waiting)
@@ -208,9 +217,18 @@ func ordinal(name, set string) (int32, bool) {
 // has its shape, by replacing p otherwise.
 func (s *scope) bringToTemplate(ctx context.Context, p *owned.Pod, revision string, want *appsv1ac.StatefulSetApplyConfiguration) error {
 	step := inPlaceStep(p, revision, want, time.Now())
+	if step.kind != replace && step.resize != nil {
+		why, err := s.resizePod(ctx, p, step)
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			return s.replacePod(ctx, p, why)
+		}
+	}
 	switch step.kind {
 	case replace:
-		return s.replacePod(ctx, p)
+		return s.replacePod(ctx, p, "")
 	case noRestart:
 		ctrl.LoggerFrom(ctx).Info("Bringing a pod to the template in place", "pod", p.Name, "revision", revision)
 		_, err := s.patchPod(ctx, p, step.ops)
@@ -242,11 +260,20 @@ const (
 )
 
 // step is how to bring a pod to a template: kind, and for a patch, its
-// operations and what memcached restarts with.
+// operations and what memcached restarts with, and the resources to
+// resize memcached's container to first, if they change.
 type step struct {
-	kind stepKind
-	ops  []map[string]any
-	with string
+	kind   stepKind
+	ops    []map[string]any
+	with   string
+	resize *resize
+}
+
+// resize is a resize in place of the container at index of a pod's
+// containers to resources.
+type resize struct {
+	index     int
+	resources corev1.ResourceRequirements
 }
 
 // inPlaceStep is how to bring p to revision, want's template, at now: a
@@ -268,7 +295,18 @@ func inPlaceStep(p *owned.Pod, revision string, want *appsv1ac.StatefulSetApplyC
 		{"op": "test", "path": revisionLabel, "value": p.Revision},
 	}
 	restarts := false // memcached's container
+	var r *resize
 	for i, c := range p.Images {
+		if c.Name == desired.ContainerName && !c.Init {
+			want := templateResources(want)
+			if removes(p.Resources, want) {
+				// Which no resize can do.
+				return step{kind: replace}
+			}
+			if !sameCPUAndMemory(p.Resources, want) {
+				r = &resize{index: i - initContainers(p), resources: want}
+			}
+		}
 		image, ok := images[c.Key()]
 		if !ok {
 			// Not the template's containers: another's change; replace.
@@ -303,29 +341,131 @@ func inPlaceStep(p *owned.Pod, revision string, want *appsv1ac.StatefulSetApplyC
 		if from == "" {
 			from = noContainer // none runs: an image that could not start
 		}
-		return step{kind: restartContainer, ops: append(ops, restarting(from)),
+		return step{kind: restartContainer, ops: append(ops, restarting(from)), resize: r,
 			with: "with image " + images[owned.ContainerImage{Name: desired.ContainerName}.Key()]}
 	case newSettings && p.MemcachedID != "":
 		// The kubelet writes the annotation to the runner's settings file,
 		// and the runner restarts memcached warm in its container.
 		since := desired.RestartingForSettings + now.UTC().Format(time.RFC3339)
-		return step{kind: restartForSettings, ops: append(ops, restarting(since)), with: "with settings " + settingsText(settings)}
+		return step{kind: restartForSettings, ops: append(ops, restarting(since)), resize: r, with: "with settings " + settingsText(settings)}
 	}
 	// A memcached not running takes new settings when it starts.
-	return step{kind: noRestart, ops: ops}
+	return step{kind: noRestart, ops: ops, resize: r}
+}
+
+// resizePod asks for p's memcached container to be resized in place
+// (pods/resize), and says why it cannot be when the apiserver refuses:
+// a cluster without the subresource (before 1.33), a node whose kubelet
+// does not resize, a resize that would change the pod's QoS class or
+// lower a memory limit where that is not allowed.
+func (s *scope) resizePod(ctx context.Context, p *owned.Pod, st step) (string, error) {
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": fmt.Sprintf("/spec/containers/%d/name", st.resize.index), "value": desired.ContainerName},
+		{"op": "add", "path": fmt.Sprintf("/spec/containers/%d/resources", st.resize.index), "value": st.resize.resources},
+	})
+	if err != nil {
+		return "", err
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+	err = s.Client.SubResource("resize").Patch(ctx, pod, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(owned.FieldManager))
+	switch {
+	case err == nil:
+		ctrl.LoggerFrom(ctx).Info("Resizing memcached's container in place", "pod", p.Name)
+		s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventResizingInPlace, "Resize",
+			"Pod %s: memcached's container is resized in place, with no restart", p.Name)
+		return "", nil
+	case apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err) || apierrors.IsBadRequest(err):
+		return "the cluster cannot resize it in place: " + err.Error(), nil
+	}
+	return "", fmt.Errorf("resizing pod %s: %w", p.Name, err)
+}
+
+// resizing tells whether the kubelet has yet to make a resize in place of
+// p's memcached container: a resize condition, or other resources than
+// the spec's where it says which it runs with.
+func resizing(p *owned.Pod) bool {
+	return p.Resizing != "" || (p.Resized != nil && !sameCPUAndMemory(*p.Resized, p.Resources))
+}
+
+// templateResources are the resources of want's memcached container, as
+// the apiserver defaults them on a pod: a limit without a request is the
+// request too.
+func templateResources(want *appsv1ac.StatefulSetApplyConfiguration) corev1.ResourceRequirements {
+	var r corev1.ResourceRequirements
+	for _, c := range want.Spec.Template.Spec.Containers {
+		if c.Name == nil || *c.Name != desired.ContainerName || c.Resources == nil {
+			continue
+		}
+		if c.Resources.Limits != nil {
+			r.Limits = maps.Clone(*c.Resources.Limits)
+		}
+		if c.Resources.Requests != nil {
+			r.Requests = maps.Clone(*c.Resources.Requests)
+		}
+	}
+	for name, q := range r.Limits {
+		if _, ok := r.Requests[name]; !ok {
+			if r.Requests == nil {
+				r.Requests = corev1.ResourceList{}
+			}
+			r.Requests[name] = q
+		}
+	}
+	return r
+}
+
+// sameCPUAndMemory tells whether a and b ask for the same CPU and memory,
+// which is what a resize in place changes.
+func sameCPUAndMemory(a, b corev1.ResourceRequirements) bool {
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		for _, l := range [][2]corev1.ResourceList{{a.Requests, b.Requests}, {a.Limits, b.Limits}} {
+			x, inX := l[0][name]
+			y, inY := l[1][name]
+			if inX != inY || (inX && x.Cmp(y) != 0) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// removes tells whether want leaves out a request or limit that have
+// sets, or changes another resource than CPU and memory: no resize in
+// place can.
+func removes(have, want corev1.ResourceRequirements) bool {
+	for _, l := range [][2]corev1.ResourceList{{have.Requests, want.Requests}, {have.Limits, want.Limits}} {
+		for name, q := range l[0] {
+			w, ok := l[1][name]
+			if !ok {
+				return true
+			}
+			if name != corev1.ResourceCPU && name != corev1.ResourceMemory && q.Cmp(w) != 0 {
+				return true
+			}
+		}
+		for name := range l[1] {
+			if _, ok := l[0][name]; !ok && name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // replacePod deletes p, which its StatefulSet's controller makes anew from
 // the template: its cache starts empty.
-func (s *scope) replacePod(ctx context.Context, p *owned.Pod) error {
-	ctrl.LoggerFrom(ctx).Info("Replacing a pod: the change needs a new one", "pod", p.Name)
+func (s *scope) replacePod(ctx context.Context, p *owned.Pod, why string) error {
+	if why == "" {
+		why = "the change is more than images, labels, annotations, settings memcached keeps and resources, which needs a new pod"
+	}
+	ctrl.LoggerFrom(ctx).Info("Replacing a pod", "pod", p.Name, "why", why)
 	uid := p.UID
 	err := s.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}, client.Preconditions{UID: &uid})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting pod %s: %w", p.Name, err)
 	}
 	s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventReplacingPod, "Replace",
-		"Pod %s is replaced: the change is more than images, labels, annotations and settings memcached keeps, which needs a new pod; its cache starts empty", p.Name)
+		"Pod %s is replaced: %s; its cache starts empty", p.Name, why)
 	return nil
 }
 

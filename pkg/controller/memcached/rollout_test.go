@@ -5,6 +5,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -105,7 +107,7 @@ func TestRollingNote(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(rollingNote([]*owned.Pod{same, same}, want, "")).To(Equal("2 pods to change in place (memcached restarts warm where its image or settings change)"))
 	g.Expect(rollingNote([]*owned.Pod{other, none}, want, "pod cache-2 is not ready")).To(Equal(
-		"2 pods to replace, each starting with an empty cache: the change is more than images, labels, annotations and settings memcached keeps; pod cache-2 is not ready"))
+		"2 pods to replace, each starting with an empty cache: the change is more than images, labels, annotations, settings memcached keeps and resources; pod cache-2 is not ready"))
 	g.Expect(rollingNote(nil, want, "")).To(BeEmpty())
 }
 
@@ -173,4 +175,31 @@ func TestInPlaceStep(t *testing.T) {
 	other := pod("c1")
 	other.Shape = "another"
 	g.Expect(inPlaceStep(other, "r2", template("memcached:1", "--threads=2"), now).kind).To(Equal(replace))
+
+	// Resources: resized in place first, as the apiserver defaults them
+	// (a limit is the request too); none can be removed.
+	resized := template("memcached:1", "--threads=4")
+	resized.Spec.Template.Spec.Containers[0].WithResources(corev1ac.ResourceRequirements().
+		WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}).
+		WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}))
+	s = inPlaceStep(pod("c1"), "r2", resized, now)
+	g.Expect(s.kind).To(Equal(noRestart))
+	g.Expect(s.resize).To(Equal(&resize{index: 0, resources: corev1.ResourceRequirements{
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+	}}))
+	same := pod("c1")
+	same.Resources = corev1.ResourceRequirements{
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1024Mi")},
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+	}
+	g.Expect(inPlaceStep(same, "r2", resized, now).resize).To(BeNil(), "the same quantities")
+	more := pod("c1")
+	more.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+	g.Expect(inPlaceStep(more, "r2", resized, now).kind).To(Equal(replace), "a CPU limit removed")
+
+	g.Expect(resizing(&owned.Pod{Resizing: "Deferred: no room"})).To(BeTrue())
+	g.Expect(resizing(&owned.Pod{Resources: same.Resources, Resized: &corev1.ResourceRequirements{}})).To(BeTrue(), "the kubelet runs other resources")
+	g.Expect(resizing(&owned.Pod{Resources: same.Resources, Resized: same.Resources.DeepCopy()})).To(BeFalse())
+	g.Expect(resizing(&owned.Pod{Resources: same.Resources})).To(BeFalse(), "a kubelet that says nothing of it")
 }
