@@ -30,13 +30,7 @@ func command(m *cachev1alpha1.Memcached, tlsAt, authAt string) []string {
 	if v := m.Spec.MemoryLimitMiB; v != nil {
 		cmd = append(cmd, "--memory-limit="+strconv.Itoa(int(*v)))
 	}
-	cmd = append(cmd, KeptSettings(m)...)
-	if v := m.Spec.MaxItemSize; v != "" {
-		// The CRD admits only whole Ki, Mi or Gi; memcached reads bytes.
-		if q, err := resource.ParseQuantity(v); err == nil {
-			cmd = append(cmd, "--max-item-size="+strconv.FormatInt(q.Value(), 10))
-		}
-	}
+	cmd = append(cmd, ContainerSettings(m)...)
 	if m.Spec.TLS != nil {
 		opts := "ssl_chain_cert=" + path.Join(tlsAt, material.CertKey) + ",ssl_key=" + path.Join(tlsAt, material.KeyKey)
 		if verifiesClients(m) {
@@ -107,20 +101,22 @@ func memcachedCommand(m *cachev1alpha1.Memcached, images Images) []string {
 		cmd = command(m, servedDir, path.Join(servedDir, authFile))
 	}
 	if RunsWarm(m, images) {
-		// The settings a warm restart keeps come from the pod's
-		// annotation (AnnotationMemcachedSettings).
-		kept := KeptSettings(m)
-		return warmCommandLine(slices.DeleteFunc(cmd, func(a string) bool { return slices.Contains(kept, a) }))
+		// These settings come from the pod's annotation
+		// (AnnotationMemcachedSettings).
+		settings := ContainerSettings(m)
+		return warmCommandLine(slices.DeleteFunc(cmd, func(a string) bool { return slices.Contains(settings, a) }))
 	}
 	return cmd
 }
 
-// KeptSettings are the flags of m's memcached command line that memcached
-// keeps across a warm restart: verbosity, the connection limit and the
-// threads. The others (the port, the memory limit, the maximum item size,
-// TLS, authentication) need a new pod, or memcached cannot keep its items
-// with them.
-func KeptSettings(m *cachev1alpha1.Memcached) []string {
+// ContainerSettings are the flags of m's memcached command line that a
+// restart of memcached in its container can take: those memcached keeps
+// its items across a warm restart with (verbosity, the connection limit,
+// the threads) and the maximum item size, with which it starts empty
+// (NotKeptSetting). The others (the port, the memory limit, TLS,
+// authentication) need a new pod: what the pod mounts or how large its
+// memory volume is.
+func ContainerSettings(m *cachev1alpha1.Memcached) []string {
 	var kept []string
 	if v := m.Spec.Verbosity; v != nil && *v > 0 {
 		kept = append(kept, "-"+strings.Repeat("v", int(*v)))
@@ -131,8 +127,19 @@ func KeptSettings(m *cachev1alpha1.Memcached) []string {
 	if v := m.Spec.Threads; v != nil {
 		kept = append(kept, "--threads="+strconv.Itoa(int(*v)))
 	}
+	if v := m.Spec.MaxItemSize; v != "" {
+		// The CRD admits only whole Ki, Mi or Gi; memcached reads bytes.
+		if q, err := resource.ParseQuantity(v); err == nil {
+			kept = append(kept, NotKeptSetting+strconv.FormatInt(q.Value(), 10))
+		}
+	}
 	return kept
 }
+
+// NotKeptSetting starts the one flag of ContainerSettings that memcached
+// does not keep its items across: a new maximum item size restarts it
+// empty.
+const NotKeptSetting = "--max-item-size="
 
 // exporter is the Prometheus memcached exporter's container: it reads
 // memcached's stats over the pod's loopback and serves them on the port

@@ -128,11 +128,13 @@ const (
 	AnnotationRestartingFrom = "cache.example.com/restarting-from"
 	AnnotationWarmRestart    = "cache.example.com/warm-restart"
 	// AnnotationMemcachedSettings, on the pod template of pods that run
-	// memcached warm, holds memcached's settings that a warm restart keeps
-	// (KeptSettings: threads, connections, verbosity), one flag per line.
-	// The warm runner reads them from a file (the downward API) rather
-	// than from the container's command line, which a pod cannot change:
-	// set on a pod, new settings restart memcached warm in its container.
+	// memcached warm, holds the settings memcached can take on a restart in
+	// its container (ContainerSettings: threads, connections, verbosity,
+	// which a warm restart keeps the items across, and the maximum item
+	// size, which it does not), one flag per line. The warm runner reads
+	// them from a file (the downward API) rather than from the container's
+	// command line, which a pod cannot change: set on a pod, new settings
+	// restart memcached in its container.
 	AnnotationMemcachedSettings = "cache.example.com/memcached-settings"
 	// RestartingForSettings starts AnnotationRestartingFrom when memcached
 	// restarts in its container for new settings.

@@ -119,7 +119,7 @@ func warmVolumes(m *cachev1alpha1.Memcached) []*corev1ac.VolumeApplyConfiguratio
 
 // warmSettings is the value of AnnotationMemcachedSettings for m.
 func warmSettings(m *cachev1alpha1.Memcached) string {
-	return strings.Join(KeptSettings(m), "\n")
+	return strings.Join(ContainerSettings(m), "\n")
 }
 
 // warmMounts are the memcached container's mounts of them.

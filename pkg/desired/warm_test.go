@@ -121,6 +121,8 @@ func TestOnlyImagesKeepThePodShape(t *testing.T) {
 		{"threads", func(s *cachev1alpha1.MemcachedSpec) { s.Threads = ptr.To[int32](8) }, withOperator},
 		{"connections", func(s *cachev1alpha1.MemcachedSpec) { s.MaxConnections = ptr.To[int32](100) }, withOperator},
 		{"verbosity", func(s *cachev1alpha1.MemcachedSpec) { s.Verbosity = ptr.To[int32](1) }, withOperator},
+		// memcached restarts in its container, empty.
+		{"the maximum item size", func(s *cachev1alpha1.MemcachedSpec) { s.MaxItemSize = "2Mi" }, withOperator},
 		// Resized in place where the cluster can.
 		{"resources", func(s *cachev1alpha1.MemcachedSpec) {
 			s.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}
@@ -138,7 +140,6 @@ func TestOnlyImagesKeepThePodShape(t *testing.T) {
 		spec func(*cachev1alpha1.MemcachedSpec)
 	}{
 		{"the memory limit", func(s *cachev1alpha1.MemcachedSpec) { s.MemoryLimitMiB = ptr.To[int32](128) }},
-		{"the maximum item size", func(s *cachev1alpha1.MemcachedSpec) { s.MaxItemSize = "2Mi" }},
 		{"the port", func(s *cachev1alpha1.MemcachedSpec) { s.ContainerPort = ptr.To[int32](11311) }},
 		{"a container memory limit below memcached's (memcached no longer runs warm)", func(s *cachev1alpha1.MemcachedSpec) {
 			s.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")}}

@@ -107,6 +107,45 @@ func TestNewSettingsRestartMemcachedWarmInTheSameContainer(t *testing.T) {
 	}
 }
 
+// A new maximum item size in the settings file restarts memcached in the
+// same runner too, and it starts empty (memcached keeps no item across
+// it), which the runner says with the settings.
+func TestANewMaximumItemSizeRestartsMemcachedEmptyInTheSameContainer(t *testing.T) {
+	dir := memoryDir(t)
+	settings := filepath.Join(t.TempDir(), "settings")
+	if err := os.WriteFile(settings, []byte("--max-item-size=1048576\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := startWith(t, dir, settings, "-m", "64")
+	fill(t, w.addr, 100)
+	tmp := settings + ".tmp"
+	if err := os.WriteFile(tmp, []byte("--max-item-size=2097152\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, settings); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if v, _ := statOf(w.addr, "stats settings", "item_size_max"); v == "2097152" {
+			break
+		}
+		if time.Now().After(deadline) || w.exited() {
+			t.Fatalf("memcached did not take the new maximum item size; it said:\n%s", w.output())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := items(t, w.addr); got != 0 {
+		t.Errorf("%d items after the maximum item size changed, want 0", got)
+	}
+	if !w.said(`msg="memcached started with an empty cache"`) || !w.said(`settings="[--max-item-size=2097152]"`) {
+		t.Errorf("the empty start was not reported with its settings:\n%s", w.logs.String())
+	}
+	if code := w.stop(t); code != 0 {
+		t.Fatalf("exit code %d after a stop, want 0", code)
+	}
+}
+
 // A memory limit memcached cannot keep: it starts empty, and serves.
 func TestAnotherMemoryLimitStartsEmpty(t *testing.T) {
 	dir := memoryDir(t)

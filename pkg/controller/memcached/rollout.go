@@ -35,7 +35,7 @@ import (
 // operator sets its images, labels, annotations and its revision label;
 // the kubelet restarts the containers whose image changed, and memcached's,
 // stopped by the warm runner, saves its cache and restores it. New
-// settings that memcached keeps (desired.KeptSettings) are an annotation
+// settings memcached takes in its container (desired.ContainerSettings) are an annotation
 // the kubelet writes to a file of the pod: the runner restarts memcached
 // warm in its container to take them. The next slot waits until the
 // restart is confirmed: the pod ready on a new memcached container (or,
@@ -182,17 +182,24 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 // want's template, and what the next of them waits for.
 func rollingNote(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration, waiting string) string {
 	shape := want.Spec.Template.Annotations[desired.AnnotationPodShape]
-	inPlace, replaced := 0, 0
+	settings := want.Spec.Template.Annotations[desired.AnnotationMemcachedSettings]
+	inPlace, empty, replaced := 0, 0, 0
 	for _, p := range outdated {
-		if p.Shape != "" && p.Shape == shape {
-			inPlace++
-		} else {
+		switch {
+		case p.Shape == "" || p.Shape != shape:
 			replaced++
+		case notKept(p.Annotations[desired.AnnotationMemcachedSettings]) != notKept(settings):
+			empty++
+		default:
+			inPlace++
 		}
 	}
 	var notes []string
 	if inPlace > 0 {
 		notes = append(notes, fmt.Sprintf("%d pods to change in place (memcached restarts warm where its image or settings change)", inPlace))
+	}
+	if empty > 0 {
+		notes = append(notes, fmt.Sprintf("%d pods to change in place with memcached restarting empty: its maximum item size changes, which it keeps no item across", empty))
 	}
 	if replaced > 0 {
 		notes = append(notes, fmt.Sprintf("%d pods to replace, each starting with an empty cache: the change is more than images, labels, annotations, settings memcached keeps and resources", replaced))
@@ -648,6 +655,17 @@ func splitSettings(annotation string) []string {
 		}
 	}
 	return flags
+}
+
+// notKept is the flag of desired.AnnotationMemcachedSettings memcached
+// keeps no item across a restart with (desired.NotKeptSetting), if set.
+func notKept(annotation string) string {
+	for _, f := range splitSettings(annotation) {
+		if strings.HasPrefix(f, desired.NotKeptSetting) {
+			return f
+		}
+	}
+	return ""
 }
 
 // settingsText is desired.AnnotationMemcachedSettings on one line.

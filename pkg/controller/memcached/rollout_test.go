@@ -109,6 +109,12 @@ func TestRollingNote(t *testing.T) {
 	g.Expect(rollingNote([]*owned.Pod{other, none}, want, "pod cache-2 is not ready")).To(Equal(
 		"2 pods to replace, each starting with an empty cache: the change is more than images, labels, annotations, settings memcached keeps and resources; pod cache-2 is not ready"))
 	g.Expect(rollingNote(nil, want, "")).To(BeEmpty())
+
+	bigger := appsv1ac.StatefulSet("cache", "ns").WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(corev1ac.PodTemplateSpec().
+		WithAnnotations(map[string]string{desired.AnnotationPodShape: "s2", desired.AnnotationMemcachedSettings: "--threads=2\n--max-item-size=2097152"})))
+	was := &owned.Pod{Shape: "s2", Annotations: map[string]string{desired.AnnotationMemcachedSettings: "--threads=4"}}
+	g.Expect(rollingNote([]*owned.Pod{was}, bigger, "")).To(Equal(
+		"1 pods to change in place with memcached restarting empty: its maximum item size changes, which it keeps no item across"))
 }
 
 // How a pod takes a template: in place, restarting memcached's container
