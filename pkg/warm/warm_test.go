@@ -54,15 +54,7 @@ func TestAStopSavesTheCacheAndTheNextStartRestoresIt(t *testing.T) {
 func TestNewSettingsRestartMemcachedWarmInTheSameContainer(t *testing.T) {
 	dir := memoryDir(t)
 	settings := filepath.Join(t.TempDir(), "settings")
-	write := func(content string) {
-		tmp := settings + ".tmp"
-		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, settings); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(content string) { writeSettings(t, settings, content) }
 	write("--threads=2\n")
 	w := startWith(t, dir, settings, "-m", "64")
 	fill(t, w.addr, 1000)
@@ -72,17 +64,7 @@ func TestNewSettingsRestartMemcachedWarmInTheSameContainer(t *testing.T) {
 	first := w.process().Pid
 
 	write("--threads=4\n--conn-limit=500\n\n")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		// Refused while memcached restarts.
-		if v, _ := statOf(w.addr, "stats settings", "num_threads"); v == "4" {
-			break
-		}
-		if time.Now().After(deadline) || w.exited() {
-			t.Fatalf("memcached did not take the new settings; it said:\n%s", w.output())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	w.waitForSetting(t, "num_threads", "4")
 	if got := stat(t, w.addr, "stats settings", "maxconns"); got != "500" {
 		t.Errorf("maxconns %s, want 500", got)
 	}
@@ -113,28 +95,11 @@ func TestNewSettingsRestartMemcachedWarmInTheSameContainer(t *testing.T) {
 func TestANewMaximumItemSizeRestartsMemcachedEmptyInTheSameContainer(t *testing.T) {
 	dir := memoryDir(t)
 	settings := filepath.Join(t.TempDir(), "settings")
-	if err := os.WriteFile(settings, []byte("--max-item-size=1048576\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeSettings(t, settings, "--max-item-size=1048576\n")
 	w := startWith(t, dir, settings, "-m", "64")
 	fill(t, w.addr, 100)
-	tmp := settings + ".tmp"
-	if err := os.WriteFile(tmp, []byte("--max-item-size=2097152\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, settings); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if v, _ := statOf(w.addr, "stats settings", "item_size_max"); v == "2097152" {
-			break
-		}
-		if time.Now().After(deadline) || w.exited() {
-			t.Fatalf("memcached did not take the new maximum item size; it said:\n%s", w.output())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	writeSettings(t, settings, "--max-item-size=2097152\n")
+	w.waitForSetting(t, "item_size_max", "2097152")
 	if got := items(t, w.addr); got != 0 {
 		t.Errorf("%d items after the maximum item size changed, want 0", got)
 	}
@@ -143,6 +108,33 @@ func TestANewMaximumItemSizeRestartsMemcachedEmptyInTheSameContainer(t *testing.
 	}
 	if code := w.stop(t); code != 0 {
 		t.Fatalf("exit code %d after a stop, want 0", code)
+	}
+}
+
+// writeSettings replaces the settings file with content as the kubelet
+// does a downward API file: a new file renamed over it.
+func writeSettings(t *testing.T, file, content string) {
+	t.Helper()
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitForSetting waits until memcached's stats settings say name is
+// value (it refuses connections while it restarts).
+func (w *running) waitForSetting(t *testing.T, name, value string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if v, _ := statOf(w.addr, "stats settings", name); v == value {
+			return
+		}
+		if time.Now().After(deadline) || w.exited() {
+			t.Fatalf("memcached did not take %s %s; it said:\n%s", name, value, w.output())
+		}
 	}
 }
 
