@@ -235,7 +235,7 @@ func (s *scope) bringToTemplate(ctx context.Context, p *owned.Pod, revision stri
 	}
 	switch step.kind {
 	case replace:
-		return s.replacePod(ctx, p, "")
+		return s.replacePod(ctx, p, step.why)
 	case noRestart:
 		ctrl.LoggerFrom(ctx).Info("Bringing a pod to the template in place", "pod", p.Name, "revision", revision)
 		_, err := s.patchPod(ctx, p, step.ops)
@@ -274,6 +274,8 @@ type step struct {
 	ops    []map[string]any
 	with   string
 	resize *resize
+	// why a pod of the template's shape is replaced all the same.
+	why string
 }
 
 // resize is a resize in place of the container at index of a pod's
@@ -342,6 +344,11 @@ func inPlaceStep(p *owned.Pod, revision string, want *appsv1ac.StatefulSetApplyC
 	settings, newSettings := want.Spec.Template.Annotations[desired.AnnotationMemcachedSettings]
 	newSettings = newSettings && settings != p.Annotations[desired.AnnotationMemcachedSettings]
 	switch {
+	case restarts && p.Ready && p.MemcachedID == "":
+		// No kubelet says a pod is ready with no container ID: a node
+		// that runs no containers (a virtual kubelet), which would never
+		// restart one for its new image.
+		return step{kind: replace, why: "the pod is ready but names no memcached container, so no restart of it for its new image can be seen"}
 	case restarts:
 		// With new settings too: the next container reads them at start.
 		from := p.MemcachedID

@@ -174,6 +174,15 @@ func TestInPlaceStep(t *testing.T) {
 	g.Expect(s.kind).To(Equal(noRestart), "no memcached runs: it takes them as it starts")
 	g.Expect(restartingFrom(s)).To(BeNil())
 
+	s = inPlaceStep(pod(""), "r2", template("memcached:2", "--threads=4"), now)
+	g.Expect(s.kind).To(Equal(restartContainer), "an image that could not start: the kubelet starts the new one")
+	g.Expect(restartingFrom(s)).To(Equal("none"))
+	ready := pod("")
+	ready.Ready = true
+	s = inPlaceStep(ready, "r2", template("memcached:2", "--threads=4"), now)
+	g.Expect(s.kind).To(Equal(replace), "ready with no container: a node that runs none, which restarts nothing")
+	g.Expect(s.why).NotTo(BeEmpty())
+
 	s = inPlaceStep(pod("c1"), "r2", template("memcached:1", "--threads=4"), now)
 	g.Expect(s.kind).To(Equal(noRestart))
 	g.Expect(restartingFrom(s)).To(BeNil())
