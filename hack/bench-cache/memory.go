@@ -95,7 +95,7 @@ func (e *env) memory(ctx context.Context) (*memoryMeasure, error) {
 	if err := e.c.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"image":"`+image+`"}}`))); err != nil {
 		return nil, err
 	}
-	if pod, err = servingPod(ctx, e.c, m, image); err != nil {
+	if pod, err = servingPod(ctx, e.c, m, memcachedID(pod)); err != nil {
 		return nil, err
 	}
 	s, err = sample(ctx, "after an image change restarted memcached in place", pod, addr)
@@ -106,9 +106,10 @@ func (e *env) memory(ctx context.Context) (*memoryMeasure, error) {
 	return out, nil
 }
 
-// servingPod waits until m's one pod is ready, with image (if set) on
-// memcached's container and no restart in place awaited, and returns it.
-func servingPod(ctx context.Context, c client.Client, m *cachev1alpha1.Memcached, image string) (*corev1.Pod, error) {
+// servingPod waits until m's one pod is ready, on another memcached
+// container than was (if set), with no restart in place awaited, and
+// returns it.
+func servingPod(ctx context.Context, c client.Client, m *cachev1alpha1.Memcached, was string) (*corev1.Pod, error) {
 	var pod *corev1.Pod
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		pods, err := podsOf(ctx, c, m)
@@ -120,7 +121,7 @@ func servingPod(ctx context.Context, c client.Client, m *cachev1alpha1.Memcached
 			return false, nil
 		}
 		for _, s := range p.Status.ContainerStatuses {
-			if s.Name == desired.ContainerName && s.Ready && (image == "" || strings.Contains(s.Image, image) || p.Spec.Containers[0].Image == image) {
+			if s.Name == desired.ContainerName && s.Ready && s.ContainerID != was {
 				pod = &p
 				return true, nil
 			}
@@ -157,12 +158,7 @@ func sample(ctx context.Context, when string, pod *corev1.Pod, addr string) (mem
 	if err != nil {
 		return s, err
 	}
-	var id string
-	for _, st := range pod.Status.ContainerStatuses {
-		if st.Name == desired.ContainerName {
-			_, id, _ = strings.Cut(st.ContainerID, "://")
-		}
-	}
+	_, id, _ := strings.Cut(memcachedID(pod), "://")
 	if s.pod, s.podStat, err = readMemoryCgroup(dir); err != nil {
 		return s, err
 	}
@@ -182,6 +178,16 @@ func sample(ctx context.Context, when string, pod *corev1.Pod, addr string) (mem
 	s.bytes, _ = strconv.ParseUint(stats["bytes"], 10, 64)
 	s.evictions, _ = strconv.ParseUint(stats["evictions"], 10, 64)
 	return s, nil
+}
+
+// memcachedID is the ID of pod's memcached container.
+func memcachedID(pod *corev1.Pod) string {
+	for _, st := range pod.Status.ContainerStatuses {
+		if st.Name == desired.ContainerName {
+			return st.ContainerID
+		}
+	}
+	return ""
 }
 
 // podCgroup is the memory cgroup (v1) of the pod uid on this machine,
