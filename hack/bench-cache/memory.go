@@ -79,10 +79,10 @@ func (e *env) memory(ctx context.Context) (*memoryMeasure, error) {
 	out := &memoryMeasure{warm: pod.Annotations[desired.AnnotationPodShape] != ""}
 	addr := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(desired.DefaultContainerPort)))
 	// 20% more than the limit: memcached evicts, and is full.
-	if err := fill(ctx, addr, memoryMiB<<20*12/10/memoryValue); err != nil {
+	if err := fillMemory(ctx, addr, memoryMiB<<20*12/10/memoryValue); err != nil {
 		return nil, err
 	}
-	s, err := sample(ctx, "full cache", pod, addr)
+	s, err := sampleMemory(ctx, "full cache", pod, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (e *env) memory(ctx context.Context) (*memoryMeasure, error) {
 	if pod, err = servingPod(ctx, e.c, m, memcachedID(pod)); err != nil {
 		return nil, err
 	}
-	s, err = sample(ctx, "after an image change restarted memcached in place", pod, addr)
+	s, err = sampleMemory(ctx, "after an image change restarted memcached in place", pod, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -131,8 +131,8 @@ func servingPod(ctx context.Context, c client.Client, m *cachev1alpha1.Memcached
 	return pod, err
 }
 
-// fill stores n values of memoryValue bytes in the memcached at addr.
-func fill(ctx context.Context, addr string, n int) error {
+// fillMemory stores n values of memoryValue bytes in the memcached at addr.
+func fillMemory(ctx context.Context, addr string, n int) error {
 	conn, err := memcachedconn.Dial(ctx, memcachedconn.Options{Address: addr})
 	if err != nil {
 		return err
@@ -151,8 +151,8 @@ func fill(ctx context.Context, addr string, n int) error {
 	return err
 }
 
-// sample reads the pod's memory cgroups and memcached's stats.
-func sample(ctx context.Context, when string, pod *corev1.Pod, addr string) (memorySample, error) {
+// sampleMemory reads the pod's memory cgroups and memcached's stats.
+func sampleMemory(ctx context.Context, when string, pod *corev1.Pod, addr string) (memorySample, error) {
 	s := memorySample{when: when}
 	dir, err := podCgroup(pod.UID)
 	if err != nil {
