@@ -3,7 +3,8 @@
 # images (hack/images.sh) need, when any of it is missing: containerd, runc,
 # the CNI plugins, iptables, ipset (for kube-router's NetworkPolicies) and
 # conntrack for the node; the Docker engine to
-# build images; memcached and busybox-static, whose binaries become images.
+# build images; memcached and busybox-static, whose binaries become images;
+# python3-pylibmc, a memcached client the tests run.
 set -euo pipefail
 
 need=()
@@ -17,6 +18,8 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v dockerd >/dev/null || need+=(docker.io)
 [[ -x /usr/bin/memcached ]] || need+=(memcached)
 [[ -x /bin/busybox ]] || need+=(busybox-static)
+# pylibmc, a client on libmemcached, whose ring pkg/ring's tests check.
+/usr/bin/python3 -c 'import pylibmc' 2>/dev/null || need+=(python3-pylibmc)
 command -v curl >/dev/null || need+=(curl)
 command -v gcc >/dev/null || need+=(gcc libc6-dev)
 if ((${#need[@]} == 0)); then

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -35,10 +36,24 @@ func Start(t testing.TB, args ...string) *Process {
 // port it reused.
 func StartOn(t testing.TB, host string, args ...string) *Process {
 	t.Helper()
+	addr, line := CommandLine(t, host, args...)
+	return run(t, addr, line)
+}
+
+// StartAt is Start on port of host: memcached's default port (11211) on an
+// address of the loopback, say, where clients hash a server by its host
+// alone.
+func StartAt(t testing.TB, host string, port int, args ...string) *Process {
+	t.Helper()
+	return run(t, net.JoinHostPort(host, strconv.Itoa(port)), commandLine(host, strconv.Itoa(port), args))
+}
+
+// run runs memcached's command line and waits for it to listen on addr.
+func run(t testing.TB, addr string, line []string) *Process {
+	t.Helper()
 	if _, err := os.Stat(Binary); err != nil {
 		t.Fatalf("memcached is not installed (make node-packages): %v", err)
 	}
-	addr, line := CommandLine(t, host, args...)
 	cmd := exec.Command(line[0], line[1:]...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -72,7 +87,12 @@ func CommandLine(t testing.TB, host string, args ...string) (string, []string) {
 	addr := l.Addr().String()
 	_, port, _ := net.SplitHostPort(addr)
 	l.Close()
-	return addr, append([]string{Binary, "--port=" + port, "--udp-port=0", "-l", host, "-u", "nobody"}, args...)
+	return addr, commandLine(host, port, args)
+}
+
+// commandLine is memcached's command line on host:port, as nobody.
+func commandLine(host, port string, args []string) []string {
+	return append([]string{Binary, "--port=" + port, "--udp-port=0", "-l", host, "-u", "nobody"}, args...)
 }
 
 // FilesDir is a new directory memcached's user (nobody) can read, for the
