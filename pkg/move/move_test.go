@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
+	"golang.org/x/time/rate"
 
 	"github.com/example/memcached-operator/internal/testsupport/memcachedproc"
 	"github.com/example/memcached-operator/pkg/memcachedconn"
@@ -321,5 +322,32 @@ func BenchmarkCopy100000Keys(b *testing.B) {
 		if err != nil || res.Copied != 100000 {
 			b.Fatalf("%+v %v", res.Copied, err)
 		}
+	}
+}
+
+// TestTheLimitBoundsTheRate: with a limit of 2,000 keys a second the
+// mover takes at least the time the limit allows for the keys it reads
+// (a lower bound: a slow machine only takes longer).
+func TestTheLimitBoundsTheRate(t *testing.T) {
+	ctx := context.Background()
+	c := start(t, "127.0.0.88", 2)
+	for i := range 3000 {
+		if err := c.clients[c.names[0]].Set(&memcache.Item{Key: fmt.Sprintf("key-%d", i), Value: []byte("v")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := ring.New(ring.Libmemcached, c.names[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &move.Mover{Dial: plain, Limit: rate.NewLimiter(2000, 100)}
+	start := time.Now()
+	res, err := m.Copy(ctx, c.names[0], after)
+	if err != nil || res.Copied != 3000 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	// 3,000 keys at 2,000 a second, the first 100 at once: 1.45 s.
+	if took := time.Since(start); took < 1400*time.Millisecond {
+		t.Errorf("3,000 keys copied in %s, under the 1.45 s a limit of 2,000 a second allows", took)
 	}
 }
