@@ -4,7 +4,6 @@ package discovery_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	testendpoint "github.com/example/memcached-operator/internal/testsupport/endpoint"
 	"github.com/example/memcached-operator/internal/testsupport/memcachedproc"
 	"github.com/example/memcached-operator/pkg/discovery"
 )
@@ -33,21 +33,7 @@ func endpoint(t *testing.T, membership, upstream string, timeout time.Duration) 
 // endpointOn is endpoint, listening on a port of host.
 func endpointOn(t *testing.T, host, membership, upstream string, timeout time.Duration) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	srv := discovery.New(discovery.Config{Membership: membership, Memcached: upstream, CommandTimeout: timeout})
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return ln.Addr().String()
+	return testendpoint.Serve(t, host, discovery.Config{Membership: membership, Memcached: upstream, CommandTimeout: timeout})
 }
 
 // publish writes c where the endpoint reads it, swapped in whole as the

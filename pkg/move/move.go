@@ -102,17 +102,15 @@ type item struct {
 // that server, unless it holds the key already.
 func (m *Mover) Copy(ctx context.Context, server string, after *ring.Ring) (CopyResult, error) {
 	res := CopyResult{Ledger: Ledger{}}
-	keys, err := m.list(ctx, server)
+	leaving, listed, err := m.misplaced(ctx, server, after)
 	if err != nil {
 		return res, err
 	}
-	res.Listed = len(keys)
+	res.Listed, res.Leaving = listed, len(leaving)
 	byOwner := map[string][]string{}
-	for _, k := range keys {
-		if owner := after.Server(k.key); owner != server {
-			byOwner[owner] = append(byOwner[owner], k.key)
-			res.Leaving++
-		}
+	for _, k := range leaving {
+		owner := after.Server(k.key)
+		byOwner[owner] = append(byOwner[owner], k.key)
 	}
 	conns := m.pool()
 	defer conns.close()
@@ -156,15 +154,9 @@ func (m *Mover) Copy(ctx context.Context, server string, after *ring.Ring) (Copy
 // the copy changed too).
 func (m *Mover) Settle(ctx context.Context, server string, after *ring.Ring, ledger Ledger) (SettleResult, error) {
 	var res SettleResult
-	keys, err := m.list(ctx, server)
+	leaving, _, err := m.misplaced(ctx, server, after)
 	if err != nil {
 		return res, err
-	}
-	var leaving []listed
-	for _, k := range keys {
-		if after.Server(k.key) != server {
-			leaving = append(leaving, k)
-		}
 	}
 	conns := m.pool()
 	defer conns.close()
@@ -225,6 +217,22 @@ func (m *Mover) Settle(ctx context.Context, server string, after *ring.Ring, led
 		}
 	}
 	return res, nil
+}
+
+// misplaced lists server's keys and returns those after puts elsewhere,
+// and how many it holds in all.
+func (m *Mover) misplaced(ctx context.Context, server string, after *ring.Ring) ([]listed, int, error) {
+	keys, err := m.list(ctx, server)
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []listed
+	for _, k := range keys {
+		if after.Server(k.key) != server {
+			out = append(out, k)
+		}
+	}
+	return out, len(keys), nil
 }
 
 func (m *Mover) batch() int {

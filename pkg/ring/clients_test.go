@@ -3,7 +3,6 @@
 package ring_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/bradfitz/gomemcache/memcache"
 
+	"github.com/example/memcached-operator/internal/testsupport/endpoint"
 	"github.com/example/memcached-operator/internal/testsupport/memcachedproc"
 	"github.com/example/memcached-operator/internal/testsupport/nodeclient"
 	"github.com/example/memcached-operator/internal/testsupport/repo"
@@ -73,7 +73,7 @@ func TestClientsPutKeysWhereTheRingDoes(t *testing.T) {
 				if err := os.WriteFile(path, c.Body(), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				client := nodeclient.Start(t, endpoint(t, path, servers[0]), nodeclient.Options{Interval: time.Second})
+				client := nodeclient.Start(t, endpoint.Serve(t, "127.0.0.1", discovery.Config{Membership: path, Memcached: servers[0]}), nodeclient.Options{Interval: time.Second})
 				client.Discovered(t, slices.Sorted(slices.Values(servers)), 30*time.Second)
 				if got := client.Do(t, fmt.Sprintf("set %d node", keys)); nodeclient.Count(got, "errors") != 0 {
 					t.Fatalf("set: %v", got)
@@ -173,26 +173,4 @@ func placement(t *testing.T, procs []*memcachedproc.Process, prefix string) map[
 		c.Close()
 	}
 	return held
-}
-
-// endpoint serves the discovery endpoint on a free port of the loopback
-// until the test ends, its memcached upstream.
-func endpoint(t *testing.T, membership, upstream string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- discovery.New(discovery.Config{Membership: membership, Memcached: upstream}).Serve(ctx, ln)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return ln.Addr().String()
 }
