@@ -127,6 +127,13 @@ const (
 	// in its container, which stays.
 	AnnotationRestartingFrom = "cache.example.com/restarting-from"
 	AnnotationWarmRestart    = "cache.example.com/warm-restart"
+	// AnnotationMembershipVersion, on a pod, is the version of the
+	// membership (the membership ConfigMap's) the operator last told the
+	// pod of. The kubelet writes a ConfigMap's new content to the pods
+	// that mount it at its periodic sync of each pod (a minute or more),
+	// and at once when the pod itself changes: setting this annotation
+	// when the membership changes makes every pod serve it within moments.
+	AnnotationMembershipVersion = "cache.example.com/membership-version"
 	// AnnotationMemcachedSettings, on the pod template of pods that run
 	// memcached warm, holds the settings memcached can take on a restart in
 	// its container (ContainerSettings: threads, connections, verbosity,

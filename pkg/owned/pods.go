@@ -69,6 +69,9 @@ type Pod struct {
 	Images []ContainerImage `json:"images,omitempty"`
 	// MemcachedID is the ID of the memcached container's current run.
 	MemcachedID string `json:"memcachedID,omitempty"`
+	// MembershipVersion is the pod's desired.AnnotationMembershipVersion:
+	// the membership it was last told of.
+	MembershipVersion string `json:"membershipVersion,omitempty"`
 	// RestartingFrom is the pod's desired.AnnotationRestartingFrom: the
 	// memcached container the operator restarted in place, until it
 	// confirmed the restart.
@@ -142,6 +145,7 @@ func SummarizePod(p *corev1.Pod) *Pod {
 	s.Revision = p.Labels[appsv1.ControllerRevisionHashLabelKey]
 	s.Shape = p.Annotations[desired.AnnotationPodShape]
 	s.RestartingFrom = p.Annotations[desired.AnnotationRestartingFrom]
+	s.MembershipVersion = p.Annotations[desired.AnnotationMembershipVersion]
 	if s.Shape != "" {
 		s.Labels, s.Annotations = p.Labels, p.Annotations
 	}

@@ -2,11 +2,16 @@ package memcached
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -218,8 +223,45 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 			ips[p.Name] = p.IP
 		}
 	}
-	out, err = s.apply(ctx, configMaps, current, desired.MembershipConfigMap(s.m, desired.Membership(s.m, ips, published)))
+	membership := desired.Membership(s.m, ips, published)
+	out, err = s.apply(ctx, configMaps, current, desired.MembershipConfigMap(s.m, membership))
 	s.observe(owned.KindConfigMap, out)
 	s.obs.Discovery = out.obj != nil
-	return ctrl.Result{}, err
+	if err != nil || out.obj == nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, s.tellPodsOfMembership(ctx, membership.Version)
+}
+
+// tellPodsOfMembership sets desired.AnnotationMembershipVersion to version
+// on each pod that says another: the kubelet then writes the membership
+// ConfigMap's content to the pod at once, rather than at its next
+// periodic sync of the pod (a minute or more), and the pod's endpoint
+// serves it. One patch per pod per change of the membership; none when
+// nothing changed.
+func (s *scope) tellPodsOfMembership(ctx context.Context, version int64) error {
+	want := strconv.FormatInt(version, 10)
+	var errs []error
+	for _, p := range s.obs.Pods {
+		if p.Deleting || p.MembershipVersion == want {
+			continue
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			// Of this pod, not a successor of its name.
+			"uid":         p.UID,
+			"annotations": map[string]string{desired.AnnotationMembershipVersion: want},
+		}})
+		if err != nil {
+			return err
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+		err = s.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(owned.FieldManager))
+		switch {
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err), apierrors.IsInvalid(err):
+			// Gone or replaced: its successor mounts the new content.
+		case err != nil:
+			errs = append(errs, fmt.Errorf("telling pod %s of membership %d: %w", p.Name, version, err))
+		}
+	}
+	return errors.Join(errs...)
 }
