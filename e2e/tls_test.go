@@ -324,6 +324,12 @@ func (p *probe) sampled(t *testing.T, n int) {
 	}).WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(BeNumerically(">=", n), "the probe samples")
 }
 
+// secretsWithin bounds how long new content of a Secret takes to be
+// loaded by memcached in every pod: the operator tells each pod of it, the
+// kubelet writes it at once, the reloader has memcached load it. The rest
+// is slack for a busy machine.
+const secretsWithin = 30 * time.Second
+
 // A certificate re-issued into the same Secret, then a new password, are
 // loaded in place: no pod restarts, every key stored before is still there,
 // and a client with the cluster's CA that knows the old and the new password
@@ -369,8 +375,10 @@ func TestSecretRotationKeepsServing(t *testing.T) {
 			putCertificate(ctx, t, c, client.ObjectKey{Namespace: ns, Name: "rotated-tls"}, renewed)
 			renewedLeaf, err := tls.X509KeyPair(renewed.Cert, renewed.Key)
 			g.Expect(err).NotTo(HaveOccurred())
-			// The kubelet places the new files on its next sync of each pod
-			// (up to about a minute), then the reloader has memcached load them.
+			// The operator tells each pod of the new content (an
+			// annotation), on which the kubelet places the new files at
+			// once rather than at its next sync of the pod (a minute or
+			// more); then the reloader has memcached load them.
 			g.Eventually(func(g Gomega) {
 				for _, addr := range addrs {
 					conn, err := tls.Dial("tcp", addr, tlsConf)
@@ -379,7 +387,7 @@ func TestSecretRotationKeepsServing(t *testing.T) {
 					_ = conn.Close()
 					g.Expect(presented).To(Equal(renewedLeaf.Certificate[0]), "%s presents the new certificate", addr)
 				}
-			}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+			}).WithTimeout(secretsWithin).WithPolling(time.Second).Should(Succeed())
 			t.Logf("certificate rotation: every pod serves the new certificate %s after the Secret's update", time.Since(start).Round(time.Second))
 
 			// The password changes; clients learn the new one.
@@ -394,7 +402,7 @@ func TestSecretRotationKeepsServing(t *testing.T) {
 					out, _ := session{tls: tlsConf, user: "app", password: "second"}.run(addr, "version")
 					g.Expect(out).To(HavePrefix("STORED\r\nVERSION "), "%s takes the new password", addr)
 				}
-			}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+			}).WithTimeout(secretsWithin).WithPolling(time.Second).Should(Succeed())
 			t.Logf("password rotation: every pod takes the new password %s after the Secret's update", time.Since(start).Round(time.Second))
 			p.sampled(t, 20) // after the last change
 			stop()
@@ -403,7 +411,9 @@ func TestSecretRotationKeepsServing(t *testing.T) {
 			p.mu.Lock()
 			samples, errs := p.samples, p.errs
 			p.mu.Unlock()
-			g.Expect(len(samples)).To(BeNumerically(">", 50), "sampled throughout")
+			// 20 before the first change, 20 after the last, and those
+			// between (each rotation takes seconds: the kubelet is told).
+			g.Expect(len(samples)).To(BeNumerically(">=", 40), "sampled throughout")
 			lowest, highest := size, 0
 			for _, n := range samples {
 				lowest, highest = min(lowest, n), max(highest, n)

@@ -134,6 +134,12 @@ const (
 	// and at once when the pod itself changes: setting this annotation
 	// when the membership changes makes every pod serve it within moments.
 	AnnotationMembershipVersion = "cache.example.com/membership-version"
+	// AnnotationSecretsDigest, on a pod whose reloader renews the Secret
+	// content in place, is the digest of that content
+	// (SecretDigests.Combined) the operator last told the pod of: set when
+	// a Secret changes, so that the kubelet writes the new content to the
+	// pod at once, as AnnotationMembershipVersion does for the membership.
+	AnnotationSecretsDigest = "cache.example.com/secrets-digest"
 	// AnnotationMemcachedSettings, on the pod template of pods that run
 	// memcached warm, holds the settings memcached can take on a restart in
 	// its container (ContainerSettings: threads, connections, verbosity,

@@ -72,6 +72,8 @@ type Pod struct {
 	// MembershipVersion is the pod's desired.AnnotationMembershipVersion:
 	// the membership it was last told of.
 	MembershipVersion string `json:"membershipVersion,omitempty"`
+	// SecretsDigest is the pod's desired.AnnotationSecretsDigest.
+	SecretsDigest string `json:"secretsDigest,omitempty"`
 	// RestartingFrom is the pod's desired.AnnotationRestartingFrom: the
 	// memcached container the operator restarted in place, until it
 	// confirmed the restart.
@@ -146,6 +148,7 @@ func SummarizePod(p *corev1.Pod) *Pod {
 	s.Shape = p.Annotations[desired.AnnotationPodShape]
 	s.RestartingFrom = p.Annotations[desired.AnnotationRestartingFrom]
 	s.MembershipVersion = p.Annotations[desired.AnnotationMembershipVersion]
+	s.SecretsDigest = p.Annotations[desired.AnnotationSecretsDigest]
 	if s.Shape != "" {
 		s.Labels, s.Annotations = p.Labels, p.Annotations
 	}

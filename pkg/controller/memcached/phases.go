@@ -47,6 +47,8 @@ var phases = []struct {
 	{"NetworkPolicy", reconcileNetworkPolicy},
 	{"ServiceMonitor", reconcileServiceMonitor},
 	{"membership", reconcileMembership},
+	// After the phases that say what the pods mount.
+	{"pods", tellPods},
 }
 
 // reconcile runs every phase, then the status, and returns the shortest
@@ -227,32 +229,49 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 	out, err = s.apply(ctx, configMaps, current, desired.MembershipConfigMap(s.m, membership))
 	s.observe(owned.KindConfigMap, out)
 	s.obs.Discovery = out.obj != nil
-	if err != nil || out.obj == nil {
-		return ctrl.Result{}, err
+	if err == nil && out.obj != nil {
+		s.tell.membership = strconv.FormatInt(membership.Version, 10)
 	}
-	return ctrl.Result{}, s.tellPodsOfMembership(ctx, membership.Version)
+	return ctrl.Result{}, err
 }
 
-// tellPodsOfMembership sets desired.AnnotationMembershipVersion to version
-// on each pod that says another: the kubelet then writes the membership
-// ConfigMap's content to the pod at once, rather than at its next
-// periodic sync of the pod (a minute or more), and the pod's endpoint
-// serves it. One patch per pod per change of the membership; none when
-// nothing changed.
-func (s *scope) tellPodsOfMembership(ctx context.Context, version int64) error {
-	want := strconv.FormatInt(version, 10)
+// podNews is what the pods mount from ConfigMaps and Secrets, as the
+// operator tells them of it: the membership's version, the Secret
+// content's digest.
+type podNews struct{ membership, secrets string }
+
+// tellPods sets, on each pod that says otherwise, the membership's version
+// (desired.AnnotationMembershipVersion) and the digest of the Secret
+// content its reloader renews in place (desired.AnnotationSecretsDigest).
+// The kubelet writes a ConfigMap's or a Secret's new content to a pod at
+// its periodic sync of the pod (a minute or more), and at once when the
+// pod itself changes: so every pod serves a new membership, and loads new
+// certificates and passwords, within moments. One patch per pod per
+// change; none when nothing changed.
+func tellPods(ctx context.Context, s *scope) (ctrl.Result, error) {
 	var errs []error
 	for _, p := range s.obs.Pods {
-		if p.Deleting || p.MembershipVersion == want {
+		if p.Deleting {
+			continue
+		}
+		news := map[string]string{}
+		if v := s.tell.membership; v != "" && p.MembershipVersion != v {
+			news[desired.AnnotationMembershipVersion] = v
+		}
+		if d := s.tell.secrets; d != "" && p.SecretsDigest != d {
+			news[desired.AnnotationSecretsDigest] = d
+		}
+		if len(news) == 0 {
 			continue
 		}
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-			// Of this pod, not a successor of its name.
+			// Of this pod, not a successor of its name: the apiserver
+			// refuses a patch that changes the UID.
 			"uid":         p.UID,
-			"annotations": map[string]string{desired.AnnotationMembershipVersion: want},
+			"annotations": news,
 		}})
 		if err != nil {
-			return err
+			return ctrl.Result{}, err
 		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 		err = s.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(owned.FieldManager))
@@ -260,8 +279,8 @@ func (s *scope) tellPodsOfMembership(ctx context.Context, version int64) error {
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err), apierrors.IsInvalid(err):
 			// Gone or replaced: its successor mounts the new content.
 		case err != nil:
-			errs = append(errs, fmt.Errorf("telling pod %s of membership %d: %w", p.Name, version, err))
+			errs = append(errs, fmt.Errorf("telling pod %s of what it mounts: %w", p.Name, err))
 		}
 	}
-	return errors.Join(errs...)
+	return ctrl.Result{}, errors.Join(errs...)
 }

@@ -54,6 +54,9 @@ type scope struct {
 	// recheck is when the Memcached is to be looked at again though
 	// nothing changes: when its certificate's time says something new.
 	recheck time.Time
+	// tell is what the pods are to be told of (tellPods): the membership's
+	// version and the Secret content's digest, each empty when none.
+	tell podNews
 	// secretsPending: a Secret the Memcached names has not been listed yet,
 	// so neither the StatefulSet nor the status can be known.
 	secretsPending bool

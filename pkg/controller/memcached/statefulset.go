@@ -93,6 +93,9 @@ func reconcileStatefulSet(ctx context.Context, s *scope) (ctrl.Result, error) {
 				return ctrl.Result{}, err
 			}
 		}
+		if desired.RunsReloader(s.m, s.Images) {
+			s.tell.secrets = mounted.digests.Combined()
+		}
 		digests := s.restartFor(current, mounted.digests)
 		s.obs.RestartingForReload = digests.RestartedFor != "" && digests.RestartedFor == digests.Combined()
 		s.desiredSet = desired.StatefulSet(s.m, s.Images, digests)
