@@ -251,7 +251,9 @@ type podNews struct{ membership, secrets string }
 func tellPods(ctx context.Context, s *scope) (ctrl.Result, error) {
 	var errs []error
 	for _, p := range s.obs.Pods {
-		if p.Deleting {
+		if p.Deleting || p.IP == "" {
+			// A pod not running yet mounts the content there is when it
+			// starts; it is told once it runs, if that changed.
 			continue
 		}
 		news := map[string]string{}
