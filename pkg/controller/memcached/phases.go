@@ -219,9 +219,12 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 		// A membership that does not parse (edited by hand) is made anew.
 		published, _ = discovery.Parse([]byte(current.Membership))
 	}
+	// A pod's address is published once it is ready: clients reach a new
+	// slot, or a slot's new pod, only once memcached serves there (until
+	// then a slot keeps the address published last, if any).
 	ips := map[string]string{}
 	for _, p := range s.obs.Pods {
-		if p.IP != "" {
+		if p.IP != "" && p.Ready {
 			ips[p.Name] = p.IP
 		}
 	}
