@@ -59,7 +59,9 @@ func DiscoveryAddress(m *cachev1alpha1.Memcached) string {
 // address its pod has (ips, by pod name) or, while the pod restarts or is
 // replaced, the one the published membership lists for it, so that a
 // client keeps the slot's keys where they are; a slot whose pod never had
-// an address (a new one, on a scale-up) is left out until it has one. The
+// an address in ips (a new one, on a scale-up) is left out until it has
+// one. The controller passes the ready pods' addresses only, so that
+// clients reach a pod once memcached serves there. The
 // version is the published one's, and one more when the nodes differ.
 func Membership(m *cachev1alpha1.Memcached, ips map[string]string, published discovery.Cluster) discovery.Cluster {
 	last := map[string]string{}
