@@ -51,6 +51,27 @@ while :; do
 done`, attempt, reachOpen, reachClosed, want, enforcementWait)
 }
 
+// holdOpenScript is a shell script that tries attempt once a second
+// until it first succeeds (a new client pod is admitted a moment after it
+// starts, as every address is: enforcementWait), then enforcementWait times
+// more, and prints "open: ..." when every later attempt succeeded, or
+// "closed: ..." with the first that failed. It proves a port stays open
+// for as long as the plugin may take to apply a policy already changed.
+func holdOpenScript(attempt string) string {
+	return fmt.Sprintf(`i=0; held=0
+while :; do
+  if out=$({ %[1]s; } 2>&1); then
+    if [ "$held" -ge %[2]d ]; then echo "%[3]s: $out" | head -c 400; echo; exit 0; fi
+    held=$((held+1))
+  elif [ "$held" -gt 0 ]; then
+    echo "%[4]s after $held seconds open: $out" | head -c 400; echo; exit 0
+  fi
+  i=$((i+1))
+  if [ "$held" -eq 0 ] && [ "$i" -ge %[2]d ]; then echo "%[4]s: never open: $out" | head -c 400; echo; exit 0; fi
+  sleep 1
+done`, attempt, enforcementWait, reachOpen, reachClosed)
+}
+
 // memcachedVersion is an attempt that asks memcached at addr its version.
 func memcachedVersion(addr string) string {
 	host, port, _ := net.SplitHostPort(addr)
@@ -156,10 +177,10 @@ func TestNetworkPolicyAdmitsOnlyItsClients(t *testing.T) {
 				g.Expect(c.Get(ctx, key(), np)).To(Succeed())
 				g.Expect(np.Spec.Ingress[0].Ports[0].Port.IntValue()).To(Equal(11311))
 			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the policy admits the new port")
-			// Open for the whole enforcement wait: the policy's numeric
-			// port is the new one; the old pod is admitted by its port's
-			// name.
-			out := runLabelledClient(t, cfg, ns, "web-rolling", web, reachScript(reachClosed, memcachedVersion(cacheAddr)))
+			// Open for the whole enforcement wait once the new client is
+			// admitted: the policy's numeric port is the new one; the old
+			// pod is admitted by its port's name.
+			out := runLabelledClient(t, cfg, ns, "web-rolling", web, holdOpenScript(memcachedVersion(cacheAddr)))
 			g.Expect(out).To(MatchRegexp(`^open: VERSION `))
 			// Back as it was: the last slot comes back on the old port.
 			g.Expect(c.Get(ctx, key(), m)).To(Succeed())
