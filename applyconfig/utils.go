@@ -40,6 +40,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.DiscoveryStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullSecret"):
 		return &apiv1alpha1.ImagePullSecretApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("KeyMovesSpec"):
+		return &apiv1alpha1.KeyMovesSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LabelSelector"):
 		return &apiv1alpha1.LabelSelectorApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LabelSelectorRequirement"):

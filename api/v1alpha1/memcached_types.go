@@ -199,6 +199,43 @@ type MemcachedSpec struct {
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:XValidation:rule="self.all(a, self.exists_one(b, b.topologyKey == a.topologyKey && b.whenUnsatisfiable == a.whenUnsatisfiable))",message="each pair of topologyKey and whenUnsatisfiable may appear once"
 	TopologySpreadConstraints []TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+
+	// keyMoves, when set, moves keys when the size changes, for clients
+	// that find the slots through the discovery endpoint and hash keys
+	// over them with the ring named here: before a new slot is published,
+	// and before a leaving slot is, its keys are copied to the slots the
+	// new membership gives them, and removed from the old ones once the
+	// clients have polled the new membership. A leaving slot's pod is
+	// removed only then. When empty, a change of size moves no key: the
+	// keys the ring gives another slot are lost.
+	//
+	// +optional
+	KeyMoves *KeyMovesSpec `json:"keyMoves,omitempty"`
+}
+
+// KeyMovesSpec says how the clients of a Memcached hash keys over its
+// slots, and how soon they follow a new membership.
+type KeyMovesSpec struct {
+	// ring is the clients' consistent hash over the slots' host names
+	// (host:port when the port is not 11211): "libmemcached" for
+	// libmemcached's weighted ketama (pylibmc's ketama_weighted,
+	// php-memcached's libketama compatibility), "node" for the Node client
+	// memcached 2.x's ketama (memcached-elasticache's).
+	//
+	// +required
+	// +kubebuilder:validation:Enum=libmemcached;node
+	Ring string `json:"ring"`
+
+	// clientPollSeconds is how often the clients ask the discovery
+	// endpoint for the membership: once a new membership is published,
+	// the keys it moved stay on their old slots, and a leaving slot's pod
+	// runs, this long before they are removed.
+	//
+	// +optional
+	// +kubebuilder:default=60
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	ClientPollSeconds *int32 `json:"clientPollSeconds,omitempty"`
 }
 
 // AnnotationValue is the value of an annotation the operator puts on pods.

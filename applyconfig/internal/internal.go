@@ -77,6 +77,16 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: name
       type:
         scalar: string
+- name: com.github.example.memcached-operator.api.v1alpha1.KeyMovesSpec
+  map:
+    fields:
+    - name: clientPollSeconds
+      type:
+        scalar: numeric
+      default: 60
+    - name: ring
+      type:
+        scalar: string
 - name: com.github.example.memcached-operator.api.v1alpha1.LabelKey
   scalar: string
 - name: com.github.example.memcached-operator.api.v1alpha1.LabelSelector
@@ -154,6 +164,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - name
+    - name: keyMoves
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.KeyMovesSpec
     - name: maxConnections
       type:
         scalar: numeric

@@ -6,20 +6,29 @@
 //
 // It makes no request to the apiserver: every pod serves the same file,
 // so the endpoint answers while any pod does, with or without the
-// operator.
+// operator. With --plan, it also does this pod's part of each move of keys
+// the operator publishes beside the membership (package move), and says
+// what it did in its log.
 package main
 
 import (
 	"context"
 	"crypto/tls"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
+	"golang.org/x/time/rate"
+
 	"github.com/example/memcached-operator/pkg/discovery"
+	"github.com/example/memcached-operator/pkg/material"
+	"github.com/example/memcached-operator/pkg/memcachedconn"
+	"github.com/example/memcached-operator/pkg/move"
 )
 
 func main() {
@@ -27,6 +36,8 @@ func main() {
 		c                 discovery.Config
 		listen, tlsDir    string
 		clientCertificate bool
+		plan, authFile    string
+		moveRate          int
 	)
 	flag.StringVar(&listen, "listen", ":11212", "Address clients reach the endpoint on.")
 	flag.StringVar(&c.Membership, "membership", "/etc/memcached/membership/cluster", "File holding the membership the operator publishes.")
@@ -34,6 +45,9 @@ func main() {
 	flag.StringVar(&tlsDir, "tls-dir", "", "Directory of the tls.crt, tls.key and ca.crt memcached serves: the endpoint serves them, and reaches memcached over TLS; empty: no TLS.")
 	flag.BoolVar(&clientCertificate, "client-certificate", false, "Ask clients for a certificate of ca.crt, as memcached does, and present tls.crt to memcached.")
 	flag.BoolVar(&c.Auth, "auth", false, "memcached requires a login, which clients must pass before the endpoint answers.")
+	flag.StringVar(&plan, "plan", "", "File holding the move of keys the operator publishes; empty: keys are not moved.")
+	flag.StringVar(&authFile, "auth-file", "", "memcached's authentication file, whose first entry logs in to the pods keys are moved between.")
+	flag.IntVar(&moveRate, "move-rate", 20000, "Keys a second a move reads and writes at most.")
 	flag.Parse()
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -50,9 +64,55 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	log.Info("serving the membership", "address", listen, "membership", c.Membership, "tls", tlsDir != "", "auth", c.Auth)
+	if plan != "" {
+		host, err := os.Hostname()
+		if err != nil {
+			log.Error("cannot read the host name", "error", err.Error())
+			os.Exit(1)
+		}
+		f := &move.Follower{
+			Mover: &move.Mover{
+				Dial:  peerDialer(tlsDir, clientCertificate, authFile),
+				Limit: rate.NewLimiter(rate.Limit(moveRate), 100),
+			},
+			PlanFile: plan,
+			Host:     host,
+			Local:    c.Memcached,
+			Log:      log,
+		}
+		go f.Run(ctx)
+	}
 	if err := discovery.New(c).Serve(ctx, ln); err != nil {
 		log.Error("serving failed", "error", err.Error())
 		stop()
 		os.Exit(1)
+	}
+}
+
+// peerDialer reaches a memcached of the Memcached, this pod's or another's,
+// as the pod's containers reach their own: over TLS when tlsDir is set,
+// presenting the served certificate when memcached verifies clients,
+// logged in with the authentication file's first entry. The files are read
+// at each connection, so a rotation is followed.
+func peerDialer(tlsDir string, clientCertificate bool, authFile string) move.Dialer {
+	return func(ctx context.Context, address string) (net.Conn, error) {
+		o := memcachedconn.Options{Address: address, TLS: tlsDir != ""}
+		if clientCertificate {
+			pair, err := tls.LoadX509KeyPair(filepath.Join(tlsDir, material.CertKey), filepath.Join(tlsDir, material.KeyKey))
+			if err != nil {
+				return nil, fmt.Errorf("the served certificate: %w", err)
+			}
+			o.Certificate = &pair
+		}
+		if authFile != "" {
+			b, err := os.ReadFile(authFile)
+			if err != nil {
+				return nil, err
+			}
+			if es := memcachedconn.Entries(b); len(es) > 0 {
+				o.Login = es[0]
+			}
+		}
+		return memcachedconn.Dial(ctx, o)
 	}
 }

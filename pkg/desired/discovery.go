@@ -1,8 +1,10 @@
 package desired
 
 import (
+	"path"
 	"slices"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -22,6 +24,9 @@ const (
 	// MembershipKey is the key of the membership ConfigMap that holds the
 	// cluster's answer (discovery.Cluster.Body).
 	MembershipKey = "cluster"
+	// MoveKey is the key of the membership ConfigMap that holds the move
+	// of keys under way (move.Plan), if any.
+	MoveKey = "move"
 	// MembershipSuffix makes the membership ConfigMap's name from the
 	// Memcached's: "<name>-membership".
 	MembershipSuffix = "-membership"
@@ -41,6 +46,22 @@ const (
 // the operator's image (images.Reloader).
 func RunsDiscovery(m *cachev1alpha1.Memcached, images Images) bool {
 	return images.Reloader != ""
+}
+
+// MovesKeys tells whether m's pods move keys when its size changes
+// (spec.keyMoves), which they do through the discovery container.
+func MovesKeys(m *cachev1alpha1.Memcached) bool {
+	return m.Spec.KeyMoves != nil
+}
+
+// ClientPoll is how long m's clients take to poll a new membership
+// (spec.keyMoves.clientPollSeconds, 60 s when unset as the CRD defaults
+// it).
+func ClientPoll(m *cachev1alpha1.Memcached) time.Duration {
+	if m.Spec.KeyMoves == nil || m.Spec.KeyMoves.ClientPollSeconds == nil {
+		return 60 * time.Second
+	}
+	return time.Duration(*m.Spec.KeyMoves.ClientPollSeconds) * time.Second
 }
 
 // MembershipName is the name of the membership ConfigMap of the Memcached
@@ -88,11 +109,16 @@ func Membership(m *cachev1alpha1.Memcached, ips map[string]string, published dis
 
 // MembershipConfigMap is m's membership ConfigMap, holding c, which every
 // pod of m mounts for its discovery container.
-func MembershipConfigMap(m *cachev1alpha1.Memcached, c discovery.Cluster) *corev1ac.ConfigMapApplyConfiguration {
+// With a move of keys under way, it holds the move's plan too (MoveKey).
+func MembershipConfigMap(m *cachev1alpha1.Memcached, c discovery.Cluster, plan string) *corev1ac.ConfigMapApplyConfiguration {
+	data := map[string]string{MembershipKey: string(c.Body())}
+	if plan != "" {
+		data[MoveKey] = plan
+	}
 	return corev1ac.ConfigMap(MembershipName(m.Name), m.Namespace).
 		WithLabels(Labels(m)).
 		WithOwnerReferences(ownerReference(m)).
-		WithData(map[string]string{MembershipKey: string(c.Body())})
+		WithData(data)
 }
 
 // discoveryContainer serves m's membership on DiscoveryPort, from the
@@ -118,6 +144,12 @@ func discoveryContainer(m *cachev1alpha1.Memcached, images Images) *corev1ac.Con
 	if m.Spec.Auth != nil {
 		args = append(args, "--auth")
 	}
+	if MovesKeys(m) {
+		args = append(args, "--plan="+membershipDir+"/"+MoveKey)
+		if m.Spec.Auth != nil {
+			args = append(args, "--auth-file="+path.Join(servedDir, authFile))
+		}
+	}
 	c := corev1ac.Container().
 		WithName(DiscoveryContainerName).
 		WithImage(images.Reloader).
@@ -136,7 +168,7 @@ func discoveryContainer(m *cachev1alpha1.Memcached, images Images) *corev1ac.Con
 			WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(discoveryMemory)})).
 		WithSecurityContext(restricted(discoveryUser)).
 		WithVolumeMounts(mount(membershipVolume, membershipDir))
-	if m.Spec.TLS != nil {
+	if m.Spec.TLS != nil || (MovesKeys(m) && m.Spec.Auth != nil) {
 		// Read through the pod's fsGroup, as memcached reads them.
 		c.WithVolumeMounts(mount(servedVolume, servedDir))
 	}

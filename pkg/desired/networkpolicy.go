@@ -30,7 +30,8 @@ func WantsNetworkPolicy(m *cachev1alpha1.Memcached) bool {
 // names on memcached's port (every pod of m's namespace when it names
 // none) and, with monitoring on, its metrics clients on the exporter's
 // port (every pod of the namespaces labelled metrics: enabled when it
-// names none). Nothing else reaches the pods; what they send is not
+// names none). With key moves, m's own pods are clients too. Nothing
+// else reaches the pods; what they send is not
 // restricted. memcached's port is admitted by number, which every
 // NetworkPolicy implementation matches, and by name, which follows each
 // pod's own containerPort: while a change of spec.containerPort rolls
@@ -45,8 +46,13 @@ func WantsNetworkPolicy(m *cachev1alpha1.Memcached) bool {
 func NetworkPolicy(m *cachev1alpha1.Memcached, replacing bool) *networkingv1ac.NetworkPolicyApplyConfiguration {
 	np := m.Spec.NetworkPolicy
 	clients := peers(np.Clients)
-	if len(clients) == 0 {
+	switch {
+	case len(clients) == 0:
 		clients = append(clients, networkingv1ac.NetworkPolicyPeer().WithPodSelector(metav1ac.LabelSelector()))
+	case MovesKeys(m):
+		// The pods copy keys to one another (package move).
+		clients = append(clients, networkingv1ac.NetworkPolicyPeer().WithPodSelector(
+			metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(m))))
 	}
 	spec := networkingv1ac.NetworkPolicySpec().
 		WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(servingSelector(m, replacing))).

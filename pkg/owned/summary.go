@@ -99,6 +99,9 @@ type Summary struct {
 	// Membership is a membership ConfigMap's desired.MembershipKey: the
 	// cluster its Memcached's pods serve, which the next one follows.
 	Membership string `json:"membership,omitempty"`
+	// Move is a membership ConfigMap's desired.MoveKey: the move of keys
+	// under way, if any.
+	Move string `json:"move,omitempty"`
 	// RestartedFor is a StatefulSet's pod template annotation
 	// desired.AnnotationRestartedFor: the Secret content its pods were
 	// last restarted for, which the operator applies again.
@@ -159,6 +162,7 @@ func SummarizeAnswer(obj client.Object) (*Summary, error) {
 	case *corev1.ConfigMap:
 		s.TypeMeta = metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: string(KindConfigMap)}
 		s.Membership = o.Data[desired.MembershipKey]
+		s.Move = o.Data[desired.MoveKey]
 	case *networkingv1.NetworkPolicy:
 		s.TypeMeta = metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: string(KindNetworkPolicy)}
 	default:

@@ -132,6 +132,16 @@ type MemcachedSpecApplyConfiguration struct {
 	// manage.
 	//
 	TopologySpreadConstraints []TopologySpreadConstraintApplyConfiguration `json:"topologySpreadConstraints,omitempty"`
+	// keyMoves, when set, moves keys when the size changes, for clients
+	// that find the slots through the discovery endpoint and hash keys
+	// over them with the ring named here: before a new slot is published,
+	// and before a leaving slot is, its keys are copied to the slots the
+	// new membership gives them, and removed from the old ones once the
+	// clients have polled the new membership. A leaving slot's pod is
+	// removed only then. When empty, a change of size moves no key: the
+	// keys the ring gives another slot are lost.
+	//
+	KeyMoves *KeyMovesSpecApplyConfiguration `json:"keyMoves,omitempty"`
 }
 
 // MemcachedSpecApplyConfiguration constructs a declarative configuration of the MemcachedSpec type for use with
@@ -338,5 +348,13 @@ func (b *MemcachedSpecApplyConfiguration) WithTopologySpreadConstraints(values .
 		}
 		b.TopologySpreadConstraints = append(b.TopologySpreadConstraints, *values[i])
 	}
+	return b
+}
+
+// WithKeyMoves sets the KeyMoves field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the KeyMoves field is set to the value of the last call.
+func (b *MemcachedSpecApplyConfiguration) WithKeyMoves(value *KeyMovesSpecApplyConfiguration) *MemcachedSpecApplyConfiguration {
+	b.KeyMoves = value
 	return b
 }

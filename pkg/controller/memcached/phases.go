@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/example/memcached-operator/pkg/desired"
-	"github.com/example/memcached-operator/pkg/discovery"
+	"github.com/example/memcached-operator/pkg/move"
 	"github.com/example/memcached-operator/pkg/owned"
 	"github.com/example/memcached-operator/pkg/status"
 )
@@ -214,11 +214,8 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 		s.observe(owned.KindConfigMap, out)
 		return ctrl.Result{}, err
 	}
-	var published discovery.Cluster
-	if current != nil {
-		// A membership that does not parse (edited by hand) is made anew.
-		published, _ = discovery.Parse([]byte(current.Membership))
-	}
+	// A membership that does not parse (edited by hand) is made anew.
+	st := membershipOf(current)
 	// A pod's address is published once it is ready: clients reach a new
 	// slot, or a slot's new pod, only once memcached serves there (until
 	// then a slot keeps the address published last, if any).
@@ -228,14 +225,27 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 			ips[p.Name] = p.IP
 		}
 	}
-	membership := desired.Membership(s.m, ips, published)
-	out, err = s.apply(ctx, configMaps, current, desired.MembershipConfigMap(s.m, membership))
+	membership := desired.Membership(s.m, ips, st.published)
+	var plan string
+	var res ctrl.Result
+	if s.movesKeys() {
+		if membership, plan, res, err = s.moveStep(ctx, st, membership, ips); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	out, err = s.apply(ctx, configMaps, current, desired.MembershipConfigMap(s.m, membership, plan))
 	s.observe(owned.KindConfigMap, out)
 	s.obs.Discovery = out.obj != nil
 	if err == nil && out.obj != nil {
 		s.tell.membership = strconv.FormatInt(membership.Version, 10)
+		if plan != "" {
+			// The pods follow the plan's steps as they follow the
+			// membership: told of each.
+			p, _, _, _ := move.ParsePlan([]byte(plan))
+			s.tell.membership += fmt.Sprintf(" (move %d: %s)", p.ID, p.Step)
+		}
 	}
-	return ctrl.Result{}, err
+	return res, err
 }
 
 // podNews is what the pods mount from ConfigMaps and Secrets, as the

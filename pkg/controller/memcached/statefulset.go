@@ -99,6 +99,10 @@ func reconcileStatefulSet(ctx context.Context, s *scope) (ctrl.Result, error) {
 		digests := s.restartFor(current, mounted.digests)
 		s.obs.RestartingForReload = digests.RestartedFor != "" && digests.RestartedFor == digests.Combined()
 		s.desiredSet = desired.StatefulSet(s.m, s.Images, digests)
+		if n := s.slots(ctx); n != desired.Replicas(s.m) {
+			// Slots keys move from serve until they have moved.
+			s.desiredSet.Spec.WithReplicas(n)
+		}
 		set, err = s.apply(ctx, statefulSets, current, s.desiredSet)
 	}
 	s.obs.StatefulSet = set.obj

@@ -1,0 +1,291 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+	. "github.com/onsi/gomega"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/discovery"
+	"github.com/example/memcached-operator/pkg/move"
+	"github.com/example/memcached-operator/pkg/ring"
+)
+
+// movedKeys is how many keys the key-move story stores, and rewritten how
+// many of them a writer keeps rewriting through every move.
+const (
+	movedKeys     = 3000
+	rewrittenKeys = 200
+	// movesWithin bounds a move of that many keys: the copy takes moments,
+	// the clients' poll (clientPollSeconds) is 3 s; the rest is slack for
+	// a busy machine.
+	movesWithin = 2 * time.Minute
+)
+
+// ringClient is a client of a Memcached as the libmemcached family is,
+// following its discovery endpoint: keys hashed with libmemcached's ketama
+// over the slots' host names, sent to the addresses the membership gives.
+type ringClient struct {
+	mu      sync.Mutex
+	ring    *ring.Ring
+	addr    map[string]string // by server name
+	clients map[string]*memcache.Client
+	version int64
+}
+
+// follow sets the client's servers from the membership any of addrs'
+// endpoints serves.
+func (rc *ringClient) follow(addrs []string) error {
+	var last error
+	for _, a := range addrs {
+		conn, err := net.DialTimeout("tcp", a, 2*time.Second)
+		if err != nil {
+			last = err
+			continue
+		}
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		c, err := discovery.Ask(conn)
+		conn.Close()
+		if err != nil {
+			last = err
+			continue
+		}
+		r, err := ring.New(ring.Libmemcached, move.Servers(c))
+		if err != nil {
+			return err
+		}
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		if rc.clients == nil {
+			rc.clients = map[string]*memcache.Client{}
+		}
+		rc.ring, rc.addr, rc.version = r, map[string]string{}, c.Version
+		for _, n := range c.Nodes {
+			addr := net.JoinHostPort(n.IP, strconv.Itoa(int(n.Port)))
+			rc.addr[move.Server(n)] = addr
+			if rc.clients[addr] == nil {
+				mc := memcache.New(addr)
+				mc.Timeout = 3 * time.Second
+				rc.clients[addr] = mc
+			}
+		}
+		return nil
+	}
+	return last
+}
+
+// server is the client of key's server now.
+func (rc *ringClient) server(key string) *memcache.Client {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.clients[rc.addr[rc.ring.Server(key)]]
+}
+
+func (rc *ringClient) set(key, value string) error {
+	return rc.server(key).Set(&memcache.Item{Key: key, Value: []byte(value)})
+}
+
+// get is key's value, "" on a miss.
+func (rc *ringClient) get(key string) (string, error) {
+	it, err := rc.server(key).Get(key)
+	if err == memcache.ErrCacheMiss {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return string(it.Value), nil
+}
+
+// writer rewrites keys 0..rewrittenKeys-1 with ever newer values through
+// rc, polling the membership every second, until stopped; latest is each
+// key's last value written, uncertain the keys whose last write failed.
+type writer struct {
+	latest    map[string]string
+	uncertain map[string]bool
+	writes    int
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+func startWriter(t *testing.T, rc *ringClient, endpoints func() []string, latest map[string]string) *writer {
+	w := &writer{latest: latest, uncertain: map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		polled := time.Now()
+		for round := 0; ; round++ {
+			for i := range rewrittenKeys {
+				select {
+				case <-w.stop:
+					return
+				default:
+				}
+				if time.Since(polled) > time.Second {
+					if err := rc.follow(endpoints()); err != nil {
+						t.Logf("the writer keeps its membership: %v", err)
+					}
+					polled = time.Now()
+				}
+				k, v := keyName(i), fmt.Sprintf("w%d-%d", round, i)
+				if err := rc.set(k, v); err != nil {
+					w.uncertain[k] = true
+					continue
+				}
+				w.latest[k], w.writes = v, w.writes+1
+				delete(w.uncertain, k)
+				time.Sleep(2 * time.Millisecond)
+			}
+		}
+	}()
+	return w
+}
+
+func (w *writer) halt() { close(w.stop); <-w.done }
+
+func keyName(i int) string { return fmt.Sprintf("moved-%d", i) }
+
+// A Memcached whose clients hash with libmemcached's ketama
+// (spec.keyMoves) keeps its keys through a scale-up made through the scale
+// subresource, as an HPA makes it, and through a scale-down: each key is
+// copied to the slot the new membership gives it before that membership is
+// published, and removed from its old slot after the clients' poll. A
+// writer rewrites keys throughout; no read returns a value older than the
+// last one written, and the leaving pod is removed only once its keys have
+// moved.
+func TestAScaleMovesTheKeys(t *testing.T) {
+	var ns string
+	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "moving"} }
+	rc := &ringClient{}
+	latest := map[string]string{}
+	// endpoints are the discovery endpoints of the pods now.
+	endpoints := func(t *testing.T, cfg *envconf.Config) func() []string {
+		return func() []string {
+			pods := &corev1.PodList{}
+			if err := kube(t, cfg).List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{desired.LabelInstance: "moving"}); err != nil {
+				return nil
+			}
+			var out []string
+			for _, p := range pods.Items {
+				if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
+					out = append(out, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(desired.DiscoveryPort))))
+				}
+			}
+			return out
+		}
+	}
+	// moved waits until the move to size slots has ended, then reads every
+	// key through the new membership: at least 95% hold their last value,
+	// none an older one.
+	moved := func(t *testing.T, cfg *envconf.Config, size int, w *writer) {
+		t.Helper()
+		g, c := NewWithT(t), kube(t, cfg)
+		g.Eventually(func(g Gomega) {
+			cm := &corev1.ConfigMap{}
+			g.Expect(c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: desired.MembershipName("moving")}, cm)).To(Succeed())
+			g.Expect(cm.Data).NotTo(HaveKey(desired.MoveKey), "the move is under way")
+			cl, err := discovery.Parse([]byte(cm.Data[desired.MembershipKey]))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(cl.Nodes).To(HaveLen(size))
+			g.Expect(rc.follow(endpoints(t, cfg)())).To(Succeed())
+			g.Expect(rc.version).To(Equal(cl.Version), "the client has the membership")
+		}).WithTimeout(movesWithin).WithPolling(poll).Should(Succeed())
+		w.halt()
+		t.Logf("the writer wrote %d values during the move", w.writes)
+		kept, stale, missed := 0, 0, 0
+		for i := range movedKeys {
+			k := keyName(i)
+			got, err := rc.get(k)
+			g.Expect(err).NotTo(HaveOccurred(), "reading %s", k)
+			switch {
+			case got == latest[k]:
+				kept++
+			case got == "":
+				missed++
+			case !w.uncertain[k]:
+				stale++
+				t.Errorf("%s reads %q, older than the last value written, %q", k, got, latest[k])
+			}
+		}
+		t.Logf("after the move to %d slots: %d of %d keys kept, %d missed, %d stale", size, kept, movedKeys, missed, stale)
+		g.Expect(stale).To(BeZero())
+		g.Expect(float64(kept) / movedKeys).To(BeNumerically(">=", 0.95))
+		g.Expect(eventsOf(g, t, cfg, key(), "KeyMoveIncomplete")).To(BeEmpty())
+	}
+	f := features.New("a scale moves the keys").WithLabel("needs", "containers").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			ns = namespace(t, cfg, "moving")
+			spec := onRealNode(3)
+			spec.KeyMoves = &cachev1alpha1.KeyMovesSpec{Ring: string(ring.Libmemcached), ClientPollSeconds: ptr.To[int32](3)}
+			runningMemcached(t, cfg, key(), spec)
+			g := NewWithT(t)
+			g.Eventually(func(g Gomega) {
+				g.Expect(rc.follow(endpoints(t, cfg)())).To(Succeed())
+				g.Expect(rc.addr).To(HaveLen(3))
+			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+			for i := range movedKeys {
+				k := keyName(i)
+				latest[k] = "v-" + strconv.Itoa(i)
+				g.Expect(rc.set(k, latest[k])).To(Succeed())
+			}
+			return ctx
+		}).
+		Assess("a scale-up through the scale subresource copies the new slot's keys before it is published", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			w := startWriter(t, rc, endpoints(t, cfg), latest)
+			m := &cachev1alpha1.Memcached{}
+			g.Expect(c.Get(ctx, key(), m)).To(Succeed())
+			scale := &autoscalingv1.Scale{}
+			g.Expect(c.SubResource("scale").Get(ctx, m, scale)).To(Succeed())
+			scale.Spec.Replicas = 4
+			g.Expect(c.SubResource("scale").Update(ctx, m, client.WithSubResourceBody(scale), client.FieldOwner("horizontal-pod-autoscaler"))).To(Succeed())
+			moved(t, cfg, 4, w)
+			g.Expect(eventsOf(g, t, cfg, key(), "KeysMoved")).To(HaveLen(1))
+			return ctx
+		}).
+		Assess("a scale-down copies the leaving slot's keys, and removes its pod only after", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, c := NewWithT(t), kube(t, cfg)
+			w := startWriter(t, rc, endpoints(t, cfg), latest)
+			m := &cachev1alpha1.Memcached{}
+			g.Expect(c.Get(ctx, key(), m)).To(Succeed())
+			g.Expect(c.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":3}}`)))).To(Succeed())
+			// The leaving pod serves while the membership without it is
+			// published and the clients poll it.
+			g.Eventually(func(g Gomega) {
+				cm := &corev1.ConfigMap{}
+				g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: desired.MembershipName("moving")}, cm)).To(Succeed())
+				cl, err := discovery.Parse([]byte(cm.Data[desired.MembershipKey]))
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(cl.Nodes).To(HaveLen(3))
+				g.Expect(cm.Data).To(HaveKey(desired.MoveKey), "published with the move under way")
+				leaving := &corev1.Pod{}
+				g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "moving-3"}, leaving)).To(Succeed())
+				g.Expect(leaving.DeletionTimestamp).To(BeNil())
+			}).WithTimeout(movesWithin).WithPolling(200 * time.Millisecond).Should(Succeed())
+			moved(t, cfg, 3, w)
+			g.Eventually(func() bool {
+				return apierrors.IsNotFound(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "moving-3"}, &corev1.Pod{}))
+			}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue(), "the leaving pod is removed once its keys moved")
+			g.Expect(eventsOf(g, t, cfg, key(), "KeysMoved")).To(HaveLen(2))
+			return ctx
+		}).
+		Feature()
+	testenv.Test(t, f)
+}

@@ -1,0 +1,324 @@
+package memcached
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/discovery"
+	"github.com/example/memcached-operator/pkg/move"
+	"github.com/example/memcached-operator/pkg/owned"
+	"github.com/example/memcached-operator/pkg/ring"
+)
+
+// With spec.keyMoves, a change of the slots the membership lists is a move
+// of keys (package move), which the operator runs a step at a time through
+// the membership ConfigMap: beside the membership it publishes the plan
+// (desired.MoveKey), which every pod's discovery container follows, and it
+// reads what each did from that container's log (pods/log, one request
+// per pod every moveLogPoll while a step waits for them; none at rest):
+//
+//  1. The new slots' pods start, and the membership stays as it was until
+//     every slot of the spec has a ready pod.
+//  2. copy: each pod of the published membership copies the keys the new
+//     membership gives another slot there. The membership stays as it was.
+//  3. published: once every such pod said it copied, or moveStepBound
+//     passed (an event says which did not), the new membership is
+//     published; the clients take it within clientPollSeconds.
+//  4. settle: then each pod of the new membership deletes the keys it
+//     holds that belong elsewhere.
+//  5. The plan is removed; the pods of slots the membership no longer
+//     lists are removed only now (the StatefulSet keeps them until then:
+//     scope.slots).
+
+// Event reasons of a move.
+const (
+	eventMovingKeys        = "MovingKeys"
+	eventKeysMoved         = "KeysMoved"
+	eventKeyMoveIncomplete = "KeyMoveIncomplete"
+)
+
+const (
+	// moveLogPoll is how often the pods' logs are read while a step waits
+	// for them.
+	moveLogPoll = 2 * time.Second
+	// moveStepBound bounds how long a copy or a settle waits for the pods:
+	// at the followers' rate (20,000 keys a second) about six million keys
+	// a pod.
+	moveStepBound = 5 * time.Minute
+	// moveLogLimitBytes is how much of a discovery container's log since
+	// the move started is read.
+	moveLogLimitBytes = 1 << 20
+)
+
+// movesKeys tells whether the Memcached's pods move keys.
+func (s *scope) movesKeys() bool {
+	return desired.MovesKeys(s.m) && desired.RunsDiscovery(s.m, s.Images)
+}
+
+// membershipState is what the membership ConfigMap holds: the published
+// membership and the move under way, if any.
+type membershipState struct {
+	published discovery.Cluster
+	plan      *move.Plan
+	from, to  discovery.Cluster
+}
+
+// membershipOf reads current, the membership ConfigMap as the store holds
+// it (nil when none). What does not parse (edited by hand) is as if absent.
+func membershipOf(current *owned.Summary) membershipState {
+	var st membershipState
+	if current == nil {
+		return st
+	}
+	st.published, _ = discovery.Parse([]byte(current.Membership))
+	if current.Move != "" {
+		if p, from, to, err := move.ParsePlan([]byte(current.Move)); err == nil {
+			st.plan, st.from, st.to = &p, from, to
+		}
+	}
+	return st
+}
+
+// slots is how many pods the StatefulSet runs: the spec's size, and while
+// keys move, every slot the membership lists or a move moves from, so that
+// a leaving slot's pod serves until the clients have left it.
+func (s *scope) slots(ctx context.Context) int32 {
+	want := desired.Replicas(s.m)
+	if !s.movesKeys() {
+		return want
+	}
+	current, err := s.current(ctx, configMaps)
+	if err != nil || current == nil {
+		return want
+	}
+	st := membershipOf(current)
+	for _, c := range []discovery.Cluster{st.published, st.from, st.to} {
+		for _, node := range c.Nodes {
+			if k, ok := ordinal(podOf(node), s.m.Name); ok && k+1 > want {
+				want = k + 1
+			}
+		}
+	}
+	return want
+}
+
+// podOf is the name of the pod of node's slot: its host name's first label.
+func podOf(node discovery.Node) string {
+	name, _, _ := strings.Cut(node.Host, ".")
+	return name
+}
+
+// held is c with each node's address that of its slot's ready pod, if it
+// has one, and its version one more when that changed anything.
+func held(c discovery.Cluster, ips map[string]string) discovery.Cluster {
+	out := discovery.Cluster{Version: c.Version}
+	changed := false
+	for _, n := range c.Nodes {
+		if ip := ips[podOf(n)]; ip != "" && ip != n.IP {
+			n.IP, changed = ip, true
+		}
+		out.Nodes = append(out.Nodes, n)
+	}
+	if changed {
+		out.Version++
+	}
+	return out
+}
+
+// sameHosts tells whether a and b list the same slots.
+func sameHosts(a, b discovery.Cluster) bool {
+	if len(a.Nodes) != len(b.Nodes) {
+		return false
+	}
+	for i := range a.Nodes {
+		if a.Nodes[i].Host != b.Nodes[i].Host {
+			return false
+		}
+	}
+	return true
+}
+
+// moveStep takes one step of moving keys, from st: it returns the
+// membership to publish, the plan to publish beside it ("" for none), and
+// when to look again.
+func (s *scope) moveStep(ctx context.Context, st membershipState, target discovery.Cluster, ips map[string]string) (discovery.Cluster, string, ctrl.Result, error) {
+	now := s.now()
+	m := s.m
+	if st.plan == nil {
+		switch {
+		case st.published.Version > 0 && sameHosts(target, st.published):
+			return target, "", ctrl.Result{}, nil
+		case len(target.Nodes) < int(desired.Replicas(m)) && len(st.published.Nodes) == 0:
+			// A new Memcached: its membership is published whole, once
+			// every slot has a ready pod, so that no key moves.
+			return discovery.Cluster{Version: max(st.published.Version, 1)}, "", ctrl.Result{}, nil
+		case len(target.Nodes) < int(desired.Replicas(m)):
+			// A slot of the spec has no ready pod yet: its readiness is an
+			// event.
+			return held(st.published, ips), "", ctrl.Result{}, nil
+		case len(st.published.Nodes) == 0 || len(target.Nodes) == 0:
+			// No server holds keys clients could find, or none is left to
+			// hold them.
+			return target, "", ctrl.Result{}, nil
+		}
+		p := move.Plan{
+			ID: target.Version, Ring: ring.Hash(m.Spec.KeyMoves.Ring), Step: move.StepCopy,
+			From: string(st.published.Body()), To: string(target.Body()),
+			Started: now, Stepped: now,
+		}
+		ctrl.LoggerFrom(ctx).Info("Moving keys", "from", len(st.published.Nodes), "to", len(target.Nodes), "move", p.ID)
+		s.Recorder.Eventf(m, nil, corev1.EventTypeNormal, eventMovingKeys, "Move",
+			"Moving keys from %d to %d slots: each pod copies the keys the new membership gives another slot before it is published", len(st.published.Nodes), len(target.Nodes))
+		return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, nil
+	}
+
+	p := *st.plan
+	switch p.Step {
+	case move.StepCopy:
+		said, err := s.podsSaid(ctx, p, move.StepCopy, st.from, move.CopiedMessage)
+		if err != nil {
+			return held(st.published, ips), p.Marshal(), ctrl.Result{}, err
+		}
+		if !said.all() && now.Sub(p.Stepped) < moveStepBound {
+			return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, nil
+		}
+		if !said.all() || len(said.failed) > 0 {
+			s.Recorder.Eventf(m, nil, corev1.EventTypeWarning, eventKeyMoveIncomplete, "Move",
+				"Publishing %d slots with keys not all copied (%s): their clients miss them", len(st.to.Nodes), said.missing(moveStepBound))
+		}
+		p.Step, p.Stepped = move.StepPublished, now
+		to := st.to
+		if to.Version <= st.published.Version {
+			to.Version = st.published.Version + 1
+		}
+		return held(to, ips), p.Marshal(), ctrl.Result{RequeueAfter: desired.ClientPoll(m)}, nil
+	case move.StepPublished:
+		if wait := desired.ClientPoll(m) - now.Sub(p.Stepped); wait > 0 {
+			return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: wait}, nil
+		}
+		p.Step, p.Stepped = move.StepSettle, now
+		return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, nil
+	default: // move.StepSettle
+		said, err := s.podsSaid(ctx, p, move.StepSettle, st.to, move.SettledMessage)
+		if err != nil {
+			return held(st.published, ips), p.Marshal(), ctrl.Result{}, err
+		}
+		if !said.all() && now.Sub(p.Stepped) < moveStepBound {
+			return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, nil
+		}
+		if !said.all() || len(said.failed) > 0 {
+			s.Recorder.Eventf(m, nil, corev1.EventTypeWarning, eventKeyMoveIncomplete, "Move",
+				"Keys that moved may stay on their old slots (%s): a later change of the slots can serve them", said.missing(moveStepBound))
+		}
+		copied, _ := s.podsSaid(ctx, p, move.StepCopy, st.from, move.CopiedMessage)
+		ctrl.LoggerFrom(ctx).Info("Moved keys", "from", len(st.from.Nodes), "to", len(st.to.Nodes), "move", p.ID, "copied", copied.copied, "removed", said.removed)
+		s.Recorder.Eventf(m, nil, corev1.EventTypeNormal, eventKeysMoved, "Move",
+			"Moved keys from %d to %d slots in %s: %d copied to their new slots, %d removed from their old ones",
+			len(st.from.Nodes), len(st.to.Nodes), now.Sub(p.Started).Round(time.Second), copied.copied, said.removed)
+		return held(st.published, ips), "", ctrl.Result{}, nil
+	}
+}
+
+// stepWord is what the pods of a membership said of a step of a plan.
+type stepWord struct {
+	// waiting are the pods that said nothing yet; failed those that said
+	// they failed, with what.
+	waiting []string
+	failed  []string
+	// copied and removed are the keys the pods said they copied, removed.
+	copied, removed int
+}
+
+func (w stepWord) all() bool { return len(w.waiting) == 0 }
+
+func (w stepWord) missing(bound time.Duration) string {
+	var parts []string
+	if len(w.waiting) > 0 {
+		parts = append(parts, fmt.Sprintf("no word in %s from %s", bound, strings.Join(w.waiting, ", ")))
+	}
+	if len(w.failed) > 0 {
+		parts = append(parts, "failed: "+strings.Join(w.failed, "; "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// podsSaid reads what the discovery container of each pod of c said of
+// step of the move p, whose success says msg. A pod that is gone, or not
+// running, has nothing to say: it is not waited for.
+func (s *scope) podsSaid(ctx context.Context, p move.Plan, step string, c discovery.Cluster, msg string) (stepWord, error) {
+	var w stepWord
+	pods := map[string]*owned.Pod{}
+	for _, pod := range s.obs.Pods {
+		pods[pod.Name] = pod
+	}
+	limit := int64(moveLogLimitBytes)
+	// The follower's lines name the move: this only bounds what is read
+	// (the node's clock may be behind the operator's).
+	since := metav1.NewTime(p.Started.Add(-time.Minute))
+	for _, n := range c.Nodes {
+		pod := pods[podOf(n)]
+		if pod == nil || pod.Deleting || pod.IP == "" {
+			w.failed = append(w.failed, podOf(n)+" is not running")
+			continue
+		}
+		log, err := s.Logs.Read(ctx, pod.Namespace, pod.Name, &corev1.PodLogOptions{
+			Container: desired.DiscoveryContainerName, LimitBytes: &limit, SinceTime: &since,
+		})
+		if err != nil {
+			return w, fmt.Errorf("reading the log of pod %s's discovery container: %w", pod.Name, err)
+		}
+		said, failure, ok := followerSaid(log, p.ID, step, msg)
+		switch {
+		case !ok:
+			w.waiting = append(w.waiting, pod.Name)
+		case failure != "":
+			w.failed = append(w.failed, pod.Name+": "+failure)
+		default:
+			w.copied += said.Copied
+			w.removed += said.Removed
+		}
+	}
+	return w, nil
+}
+
+// followerLine is a line of a move.Follower's log.
+type followerLine struct {
+	Msg     string `json:"msg"`
+	Move    int64  `json:"move"`
+	Step    string `json:"step"`
+	Error   string `json:"error"`
+	Copied  int    `json:"copied"`
+	Removed int    `json:"removed"`
+}
+
+// followerSaid finds in log the last word of the follower on step of
+// move id: its success (msg) or its failure.
+func followerSaid(log []byte, id int64, step, msg string) (followerLine, string, bool) {
+	var last followerLine
+	found := false
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 0, 64<<10), moveLogLimitBytes)
+	for sc.Scan() {
+		var l followerLine
+		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Move != id || l.Step != step {
+			continue
+		}
+		if l.Msg == msg || l.Msg == move.FailedMessage {
+			last, found = l, true
+		}
+	}
+	if found && last.Msg == move.FailedMessage {
+		return last, last.Error, true
+	}
+	return last, "", found
+}

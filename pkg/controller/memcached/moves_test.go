@@ -1,0 +1,71 @@
+package memcached
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/example/memcached-operator/pkg/discovery"
+	"github.com/example/memcached-operator/pkg/move"
+	"github.com/example/memcached-operator/pkg/ring"
+)
+
+// followerLog is what a move.Follower running as pod host logs of plan.
+func followerLog(t *testing.T, host string, plan move.Plan) []byte {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "move")
+	if err := os.WriteFile(file, []byte(plan.Marshal()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	f := &move.Follower{Mover: &move.Mover{}, PlanFile: file, Host: host, Local: "127.0.0.1:1", Log: slog.New(slog.NewJSONHandler(&log, nil))}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	f.Run(ctx)
+	return log.Bytes()
+}
+
+// The operator reads what the pods' followers say, in their own words: a
+// slot new to the membership copies nothing and says so; a plan it cannot
+// follow is a failure, with its cause; another move's or step's word is
+// not this one's.
+func TestTheOperatorReadsTheFollowersWord(t *testing.T) {
+	g := NewWithT(t)
+	from := discovery.Cluster{Version: 1, Nodes: []discovery.Node{{Host: "c-0.c.ns.svc", IP: "10.0.0.1", Port: 11211}}}
+	to := discovery.Cluster{Version: 2, Nodes: append(from.Nodes, discovery.Node{Host: "c-1.c.ns.svc", IP: "10.0.0.2", Port: 11211})}
+	plan := move.Plan{ID: 2, Ring: ring.Libmemcached, Step: move.StepCopy, From: string(from.Body()), To: string(to.Body())}
+
+	log := followerLog(t, "c-1", plan)
+	_, failure, ok := followerSaid(log, 2, move.StepCopy, move.CopiedMessage)
+	g.Expect(ok).To(BeTrue(), "the new slot's word: %s", log)
+	g.Expect(failure).To(BeEmpty())
+	_, _, ok = followerSaid(log, 3, move.StepCopy, move.CopiedMessage)
+	g.Expect(ok).To(BeFalse(), "another move")
+	_, _, ok = followerSaid(log, 2, move.StepSettle, move.SettledMessage)
+	g.Expect(ok).To(BeFalse(), "another step")
+
+	plan.Ring = "bogus"
+	log = followerLog(t, "c-0", plan)
+	_, failure, ok = followerSaid(log, 2, move.StepCopy, move.CopiedMessage)
+	g.Expect(ok).To(BeTrue(), "%s", log)
+	g.Expect(failure).NotTo(BeEmpty())
+}
+
+// A held membership keeps its slots and follows their pods' addresses.
+func TestAHeldMembershipFollowsTheAddresses(t *testing.T) {
+	g := NewWithT(t)
+	c := discovery.Cluster{Version: 4, Nodes: []discovery.Node{{Host: "c-0.c.ns.svc", IP: "10.0.0.1", Port: 11211}, {Host: "c-1.c.ns.svc", IP: "10.0.0.2", Port: 11211}}}
+	g.Expect(held(c, map[string]string{"c-0": "10.0.0.1", "c-2": "10.0.0.3"})).To(Equal(c))
+	moved := held(c, map[string]string{"c-1": "10.0.0.9"})
+	g.Expect(moved.Version).To(Equal(int64(5)))
+	g.Expect(moved.Nodes[1].IP).To(Equal("10.0.0.9"))
+	g.Expect(c.Nodes[1].IP).To(Equal("10.0.0.2"), "c itself unchanged")
+	g.Expect(sameHosts(c, moved)).To(BeTrue())
+	g.Expect(sameHosts(c, discovery.Cluster{Nodes: c.Nodes[:1]})).To(BeFalse())
+}

@@ -1,0 +1,252 @@
+package move
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/example/memcached-operator/pkg/discovery"
+	"github.com/example/memcached-operator/pkg/ring"
+)
+
+// Steps of a Plan.
+const (
+	// StepCopy: each server of From copies its keys to their owners in To;
+	// From is still the published membership.
+	StepCopy = "copy"
+	// StepPublished: To is the published membership; the clients take it
+	// on their own clocks, and the servers wait.
+	StepPublished = "published"
+	// StepSettle: each server of To deletes the keys To gives another.
+	StepSettle = "settle"
+)
+
+// What a Follower says in its log (JSON, field "msg"), with the plan's
+// "move" (its ID) and "step": the operator reads them from the pod's log.
+const (
+	CopiedMessage  = "keys copied"
+	SettledMessage = "keys settled"
+	FailedMessage  = "moving keys failed"
+)
+
+// Plan is a move of keys the operator asks of a Memcached's pods, published
+// beside the membership: from the membership published before to the one
+// the Memcached's new size makes, a step at a time.
+type Plan struct {
+	// ID is To's version: each move has its own.
+	ID int64 `json:"id"`
+	// Ring is the clients' hash over the slots.
+	Ring ring.Hash `json:"ring"`
+	// Step is what the servers are to do (StepCopy, StepPublished,
+	// StepSettle).
+	Step string `json:"step"`
+	// From and To are memberships (discovery.Cluster's Body).
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Started is when the plan was made; Stepped when Step was last set.
+	// The operator's clock: the servers do not read them.
+	Started time.Time `json:"started"`
+	Stepped time.Time `json:"stepped"`
+}
+
+// ParsePlan reads a Plan and its two memberships.
+func ParsePlan(b []byte) (Plan, discovery.Cluster, discovery.Cluster, error) {
+	var p Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, discovery.Cluster{}, discovery.Cluster{}, fmt.Errorf("the plan: %w", err)
+	}
+	from, err := discovery.Parse([]byte(p.From))
+	if err != nil {
+		return p, discovery.Cluster{}, discovery.Cluster{}, fmt.Errorf("the plan's from: %w", err)
+	}
+	to, err := discovery.Parse([]byte(p.To))
+	if err != nil {
+		return p, discovery.Cluster{}, discovery.Cluster{}, fmt.Errorf("the plan's to: %w", err)
+	}
+	return p, from, to, nil
+}
+
+// Marshal is p as the operator publishes it.
+func (p Plan) Marshal() string {
+	b, err := json.Marshal(p)
+	if err != nil {
+		panic(err) // strings and times only
+	}
+	return string(b)
+}
+
+// Server is how a ring names node n: host:port, the port left out of the
+// hash when it is memcached's (pkg/ring).
+func Server(n discovery.Node) string {
+	return net.JoinHostPort(n.Host, strconv.Itoa(int(n.Port)))
+}
+
+// Servers are c's nodes as a ring names them, in slot order.
+func Servers(c discovery.Cluster) []string {
+	s := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		s[i] = Server(n)
+	}
+	return s
+}
+
+// Follower runs in each pod of a Memcached (the discovery container) and
+// does its server's part of each plan the operator publishes: the copy of
+// its keys, then their settling. It makes no apiserver request: it reads
+// the plan from a mounted file and says what it did in its log.
+type Follower struct {
+	// Mover moves the keys. Its Dial is called with Local for the pod's
+	// own memcached and with an ip:port for the others.
+	Mover *Mover
+	// PlanFile holds a Plan; missing or empty: none.
+	PlanFile string
+	// Host is the pod's host name: its node in a membership is the one
+	// whose host name starts with it and a dot (the slot's DNS name).
+	Host string
+	// Local is the pod's own memcached's address.
+	Local string
+	// Poll is how often PlanFile is read (1 s if 0).
+	Poll time.Duration
+	Log  *slog.Logger
+
+	// done are the steps done, by plan ID; ledger is the last copy's.
+	done   map[int64]map[string]bool
+	ledger Ledger
+}
+
+// Run follows the plans until ctx ends.
+func (f *Follower) Run(ctx context.Context) {
+	poll := f.Poll
+	if poll == 0 {
+		poll = time.Second
+	}
+	f.done = map[int64]map[string]bool{}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		f.step(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// step does what the plan in PlanFile asks of this server, once per plan
+// and step.
+func (f *Follower) step(ctx context.Context) {
+	b, err := os.ReadFile(f.PlanFile)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(b) == 0) {
+		return
+	}
+	if err != nil {
+		f.Log.Error("reading the plan", "error", err.Error())
+		return
+	}
+	p, from, to, err := ParsePlan(b)
+	if err != nil {
+		if !f.done[0][err.Error()] {
+			f.Log.Error("the plan does not parse", "error", err.Error())
+			f.done[0] = map[string]bool{err.Error(): true}
+		}
+		return
+	}
+	if p.Step != StepCopy && p.Step != StepSettle {
+		return
+	}
+	if f.done[p.ID] == nil {
+		f.done[p.ID] = map[string]bool{}
+	}
+	if f.done[p.ID][p.Step] {
+		return
+	}
+	f.done[p.ID][p.Step] = true
+	log := f.Log.With("move", p.ID, "step", p.Step)
+	after, err := ring.New(p.Ring, Servers(to))
+	if err != nil {
+		log.Error(FailedMessage, "error", err.Error())
+		return
+	}
+	mover := *f.Mover
+	mover.Dial = f.dialer(from, to)
+	start := time.Now()
+	switch p.Step {
+	case StepCopy:
+		self, ok := f.self(from)
+		if !ok {
+			// Not a server clients reach yet (a new slot): nothing to copy.
+			log.Info(CopiedMessage, "server", "", "listed", 0, "leaving", 0, "copied", 0)
+			return
+		}
+		f.ledger = nil
+		res, err := mover.Copy(ctx, self, after)
+		if err != nil {
+			log.Error(FailedMessage, "server", self, "error", err.Error(), "copied", res.Copied)
+			return
+		}
+		f.ledger = res.Ledger
+		log.Info(CopiedMessage, "server", self, "listed", res.Listed, "leaving", res.Leaving,
+			"copied", res.Copied, "present", res.Present, "gone", res.Gone, "seconds", time.Since(start).Seconds())
+	case StepSettle:
+		self, ok := f.self(to)
+		if !ok {
+			// A leaving slot: its pod is removed next.
+			log.Info(SettledMessage, "server", "", "removed", 0)
+			return
+		}
+		ledger := f.ledger
+		if !f.done[p.ID][StepCopy] {
+			// Restarted since the copy: without its ledger, a key
+			// rewritten here after its copy is deleted here only.
+			ledger = nil
+		}
+		res, err := mover.Settle(ctx, self, after, ledger)
+		if err != nil {
+			log.Error(FailedMessage, "server", self, "error", err.Error())
+			return
+		}
+		log.Info(SettledMessage, "server", self, "removed", res.Removed, "invalidated", res.Invalidated,
+			"uncopied", res.Uncopied, "seconds", time.Since(start).Seconds())
+	}
+}
+
+// self is this pod's server in c, as the ring names it.
+func (f *Follower) self(c discovery.Cluster) (string, bool) {
+	for _, n := range c.Nodes {
+		if strings.HasPrefix(n.Host, f.Host+".") {
+			return Server(n), true
+		}
+	}
+	return "", false
+}
+
+// dialer reaches the servers of from and to by their addresses, and this
+// pod's own at Local.
+func (f *Follower) dialer(from, to discovery.Cluster) Dialer {
+	addrs := map[string]string{}
+	for _, c := range []discovery.Cluster{from, to} {
+		for _, n := range c.Nodes {
+			addr := net.JoinHostPort(n.IP, strconv.Itoa(int(n.Port)))
+			if strings.HasPrefix(n.Host, f.Host+".") {
+				addr = f.Local
+			}
+			addrs[Server(n)] = addr
+		}
+	}
+	dial := f.Mover.Dial
+	return func(ctx context.Context, server string) (net.Conn, error) {
+		addr, ok := addrs[server]
+		if !ok {
+			return nil, fmt.Errorf("server %s is in neither membership", server)
+		}
+		return dial(ctx, addr)
+	}
+}
