@@ -78,11 +78,22 @@ func goalsOf(rows []measured, ops []operation) []goal {
 	}
 
 	inPlace := goal{name: "an operation keeps every key whose slot stays, with the same pod", checked: len(ops) > 0, met: true}
-	var lost, kept []string
+	moved := goal{name: fmt.Sprintf("a scale keeps at least %.0f%% of the keys, with no stale value (spec.keyMoves)", 100*minMovedKept), met: true}
+	var lost, kept, scales []string
 	for _, o := range ops {
 		kept = append(kept, fmt.Sprintf("%d", o.inPlace))
-		if o.kept != o.inPlace { // a stale value is a key not kept
+		// A stale value is a key not kept; a key kept beyond those in
+		// place was moved.
+		if o.kept < o.inPlace || o.stale > 0 {
 			lost = append(lost, fmt.Sprintf("%s: %d of %d kept, %d stale", o.name, o.kept, o.inPlace, o.stale))
+		}
+		if o.moves {
+			moved.checked = true
+			share := float64(o.kept) / float64(o.keys)
+			scales = append(scales, fmt.Sprintf("%s: %.1f%%, %d stale", o.name, 100*share, o.stale))
+			if share < minMovedKept || o.stale > 0 {
+				moved.met = false
+			}
 		}
 	}
 	if len(lost) > 0 {
@@ -90,8 +101,14 @@ func goalsOf(rows []measured, ops []operation) []goal {
 	} else if inPlace.checked {
 		inPlace.measure = "every one: " + strings.Join(kept, ", ") + " (the operations in order)"
 	}
-	return []goal{throughput, latency, errs, inPlace}
+	if moved.checked {
+		moved.measure = strings.Join(scales, "; ")
+	}
+	return []goal{throughput, latency, errs, inPlace, moved}
 }
+
+// minMovedKept is the share of keys a scale keeps when the keys move.
+const minMovedKept = 0.95
 
 // unmet are the goals of gs the run checked and did not meet; a short
 // run's figures of speed are not held against it.

@@ -58,10 +58,14 @@ type operation struct {
 	replaced, pods        int // pods replaced, of pods before
 	restarted             int // pods whose memcached restarted in place
 	podsAfter             int
+	// moves: the operation changes the slots, and the operator moves the
+	// keys (spec.keyMoves).
+	moves bool
 }
 
 // opsName is the Memcached the operations are done to: size 3, TLS and
-// authentication, so that every operation can be tried on it.
+// authentication, keys moved on a scale (spec.keyMoves), so that every
+// operation can be tried on it.
 const opsName = "ops"
 
 // operations stores opKeys keys in a Memcached of size 3 with TLS and
@@ -85,6 +89,9 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 		Size: ptr.To[int32](3),
 		TLS:  &cachev1alpha1.TLSSpec{SecretName: "ops-tls"},
 		Auth: &cachev1alpha1.AuthSpec{SecretName: "ops-auth"},
+		// The client's ring, and its poll (discoverEvery) with a second
+		// of slack.
+		KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: "libmemcached", ClientPollSeconds: ptr.To[int32](2)},
 	}}
 	if err := e.c.Create(ctx, mc); err != nil {
 		return nil, err
@@ -211,7 +218,7 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "== %s\n", s.name)
-		op := operation{name: s.name, keys: e.cfg.opKeys}
+		op := operation{name: s.name, keys: e.cfg.opKeys, moves: strings.HasPrefix(s.name, "scale ")}
 		load := e.cfg.load
 		load.keys = e.cfg.opKeys
 		if err := store(ctx, c, load, round); err != nil {

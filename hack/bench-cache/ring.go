@@ -7,18 +7,17 @@ import (
 	"sync"
 
 	"github.com/bradfitz/gomemcache/memcache"
-	"github.com/cespare/xxhash/v2"
+
+	ketama "github.com/example/memcached-operator/pkg/ring"
 )
 
-// ring is a consistent-hash server selector for gomemcache: rendezvous
-// (highest random weight) hashing, each key going to the server whose
-// hash of server and key is highest. When a server is added to n, the
-// keys it wins (about 1/(n+1) of them) move to it and no other key moves;
-// when one is removed, only its keys move. gomemcache's own ServerList
-// picks by CRC32 modulo, which moves most keys on any change. (A ketama
-// ring from github.com/serialx/hashring was tried first: over ten sets of
-// four pod addresses 10.244.0.x, adding the fourth moved between 0.7% and
-// 53% of 30,000 keys instead of about 25%.)
+// ring is a consistent-hash server selector for gomemcache: libmemcached's
+// weighted ketama (pkg/ring), the ring the operator moves keys for
+// (spec.keyMoves, docs/scaling.md) and pylibmc and php-memcached use. When
+// a server is added to n, the keys it wins (about 1/(n+1) of them) move to
+// it and no other key moves; when one is removed, only its keys move.
+// gomemcache's own ServerList picks by CRC32 modulo, which moves most keys
+// on any change.
 //
 // A server is hashed by its name, dialled at its address: a client of a
 // Memcached's discovery endpoint names each server by its slot's stable
@@ -28,6 +27,8 @@ type ring struct {
 	mu      sync.RWMutex
 	members []member // sorted by name
 	addrs   []net.Addr
+	hash    *ketama.Ring
+	index   map[string]int // of members, by name
 }
 
 // member is a server of a ring: the name its keys are hashed with, and
@@ -62,12 +63,24 @@ func (r *ring) setMembers(members []member) error {
 		}
 		addrs[i] = a
 	}
+	names := make([]string, len(members))
+	index := make(map[string]int, len(members))
+	for i, m := range members {
+		names[i], index[m.name] = m.name, i
+	}
+	var hash *ketama.Ring
+	if len(members) > 0 {
+		var err error
+		if hash, err = ketama.New(ketama.Libmemcached, names); err != nil {
+			return err
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if slices.Equal(r.members, members) {
 		return nil
 	}
-	r.members, r.addrs = members, addrs
+	r.members, r.addrs, r.hash, r.index = members, addrs, hash, index
 	return nil
 }
 
@@ -94,8 +107,7 @@ func (r *ring) byName() map[string]string {
 	return out
 }
 
-// PickServer is the server of key: the one with the highest hash of
-// server name and key.
+// PickServer is the server of key on the ring.
 func (r *ring) PickServer(key string) (net.Addr, error) {
 	_, a, err := r.pick(key)
 	return a, err
@@ -108,13 +120,8 @@ func (r *ring) pick(key string) (string, net.Addr, error) {
 	if len(r.members) == 0 {
 		return "", nil, memcache.ErrNoServers
 	}
-	best, bestHash := 0, uint64(0)
-	for i, m := range r.members {
-		if h := xxhash.Sum64String(m.name + "\x00" + key); i == 0 || h > bestHash {
-			best, bestHash = i, h
-		}
-	}
-	return r.members[best].name, r.addrs[best], nil
+	i := r.index[r.hash.Server(key)]
+	return r.members[i].name, r.addrs[i], nil
 }
 
 // names are the names of the servers of keys keyOf(0..n-1).

@@ -9,7 +9,8 @@ import (
 // The hit ratio a client keeps through a scale from 3 to 4 pods depends on
 // its selector: a consistent hash moves about a quarter of the keys (to
 // the new server) and leaves the rest where they were, whatever the
-// addresses.
+// addresses (ketama's 160 points a server: between 0.686 and 0.793 kept
+// over these 62 sets of addresses).
 func TestRingMovesOnlyTheNewServersShare(t *testing.T) {
 	// Pod addresses as the real node gives them: similar strings, where a
 	// poorly mixed hash places servers unevenly.
@@ -49,7 +50,7 @@ func TestRingMovesOnlyTheNewServersShare(t *testing.T) {
 				t.Fatalf("key %d moved from %s to %s, an old server", i, before[i], a)
 			}
 		}
-		if share := float64(kept) / keys; share < 0.72 || share > 0.78 {
+		if share := float64(kept) / keys; share < 0.67 || share > 0.81 {
 			t.Fatalf("adding %s to %v kept %.3f of the keys, want about 3/4", added, three, share)
 		}
 	}
