@@ -16,6 +16,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -249,6 +250,7 @@ func TestAScaleMovesTheKeys(t *testing.T) {
 		}).
 		Assess("a scale-up through the scale subresource copies the new slot's keys before it is published", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, c := NewWithT(t), kube(t, cfg)
+			statuses := startWatch(t, c, key())
 			w := startWriter(t, rc, endpoints(t, cfg), latest)
 			m := &cachev1alpha1.Memcached{}
 			g.Expect(c.Get(ctx, key(), m)).To(Succeed())
@@ -258,6 +260,13 @@ func TestAScaleMovesTheKeys(t *testing.T) {
 			g.Expect(c.SubResource("scale").Update(ctx, m, client.WithSubResourceBody(scale), client.FieldOwner("horizontal-pod-autoscaler"))).To(Succeed())
 			moved(t, cfg, 4, w)
 			g.Expect(eventsOf(g, t, cfg, key(), "KeysMoved")).To(HaveLen(1))
+			said := false
+			for _, m := range statuses.stop() {
+				if p := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionProgressing); p != nil && p.Reason == cachev1alpha1.ReasonMovingKeys {
+					said = true
+				}
+			}
+			g.Expect(said).To(BeTrue(), "Progressing said the keys were moving")
 			return ctx
 		}).
 		Assess("a scale-down copies the leaving slot's keys, and removes its pod only after", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {

@@ -132,4 +132,8 @@ const (
 	// content of its Secrets in place, and the pods restart one at a time
 	// to mount it.
 	ReasonReloadFailed = "ReloadFailed"
+	// ReasonMovingKeys (Progressing True): the size changed and the pods
+	// move the keys the new membership gives another slot
+	// (spec.keyMoves); the message says which step.
+	ReasonMovingKeys = "MovingKeys"
 )

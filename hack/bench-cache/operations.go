@@ -15,9 +15,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/bradfitz/gomemcache/memcache"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -54,6 +56,11 @@ type operation struct {
 	errorsStayed          int64
 	errorsRestarted       int64
 	errorsFor             time.Duration
+	// p99 of the gets answered during the operation.
+	p99 time.Duration
+	// movedKeys is what the operator said of the keys it moved (its
+	// KeysMoved event), when it moved some.
+	movedKeys string
 	firstError            string
 	replaced, pods        int // pods replaced, of pods before
 	restarted             int // pods whose memcached restarted in place
@@ -274,7 +281,12 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 			untouched[name] = !restartedSlots[name]
 		}
 		op.restarted = len(restartedSlots)
-		op.reads, op.misses, op.firstError = reading.reads.Load(), reading.misses.Load(), reading.first()
+		op.reads, op.misses, op.firstError, op.p99 = reading.reads.Load(), reading.misses.Load(), reading.first(), reading.p99()
+		if op.moves {
+			if op.movedKeys, err = lastEvent(ctx, e.c, mc, "KeysMoved", start); err != nil {
+				return out, err
+			}
+		}
 		op.errors, op.errorsStayed, op.errorsFor = reading.errorsOn(untouched)
 		_, op.errorsRestarted, _ = reading.errorsOn(restartedSlots)
 		for i, name := range r.names(e.cfg.opKeys) {
@@ -402,6 +414,8 @@ func kept(ctx context.Context, c *memcache.Client, keys, round int) (current, st
 type reader struct {
 	reads, misses atomic.Int64
 	mu            sync.Mutex
+	// latency is each answered get's (a value or a miss), µs.
+	latency *hdrhistogram.Histogram
 	// errors are by the name of the server the key's get went to.
 	errors          map[string]int64
 	firstError      string
@@ -435,7 +449,7 @@ func (p *picked) PickServer(key string) (net.Addr, error) {
 // startReading reads keys through servers as a, each goroutine with a
 // client of its own.
 func startReading(ctx context.Context, servers *ring, a access, keys int) *reader {
-	r := &reader{done: make(chan struct{}), errors: map[string]int64{}}
+	r := &reader{done: make(chan struct{}), errors: map[string]int64{}, latency: hdrhistogram.New(1, 10_000_000, 3)}
 	for g := range readers {
 		sel := &picked{ring: servers}
 		c := newClient(sel, a, 1)
@@ -453,8 +467,15 @@ func startReading(ctx context.Context, servers *ring, a access, keys int) *reade
 				case <-tick.C:
 				}
 				key := keyOf(rng.IntN(keys))
+				start := time.Now()
 				_, err := c.Get(key)
+				took := time.Since(start)
 				r.reads.Add(1)
+				if err == nil || errors.Is(err, memcache.ErrCacheMiss) {
+					r.mu.Lock()
+					_ = r.latency.RecordValue(took.Microseconds())
+					r.mu.Unlock()
+				}
 				switch {
 				case err == nil:
 				case errors.Is(err, memcache.ErrCacheMiss):
@@ -494,8 +515,34 @@ func (r *reader) errorsOn(stayed map[string]bool) (all, onStayed int64, span tim
 	return all, onStayed, r.lastAt.Sub(r.firstAt)
 }
 
+// p99 is the 99th percentile of the answered gets' latency.
+func (r *reader) p99() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return time.Duration(r.latency.ValueAtQuantile(99)) * time.Microsecond
+}
+
 func (r *reader) first() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.firstError
+}
+
+// lastEvent is the note of the last event of reason about m since since,
+// or "none".
+func lastEvent(ctx context.Context, c client.Client, m *cachev1alpha1.Memcached, reason string, since time.Time) (string, error) {
+	list := &eventsv1.EventList{}
+	if err := c.List(ctx, list, client.InNamespace(m.Namespace)); err != nil {
+		return "", err
+	}
+	note, at := "none", since
+	for _, ev := range list.Items {
+		if ev.Regarding.Name != m.Name || ev.Regarding.Kind != cachev1alpha1.Kind || ev.Reason != reason {
+			continue
+		}
+		if t := ev.EventTime.Time; !t.Before(at) {
+			note, at = ev.Note, t
+		}
+	}
+	return note, nil
 }

@@ -49,6 +49,9 @@ type Observation struct {
 	// for the Secrets' content of now, because a pod could not load it in
 	// place: a rollout under way is that restart.
 	RestartingForReload bool
+	// Moving says where a move of keys stands (spec.keyMoves), while one is
+	// under way; empty otherwise.
+	Moving string
 	// CreateFailed is why the StatefulSet controller last failed to create
 	// a pod (its FailedCreate event: a ResourceQuota, an admission policy),
 	// while pods are missing; empty otherwise.
@@ -280,6 +283,10 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
 		return rollout{phase: rolloutReplacing, message: obs.Replacing}
 	case obs.StatefulSet == nil:
 		return rollout{phase: rolloutPending, message: fmt.Sprintf("Waiting for StatefulSet %s to be created", m.Name)}
+	case obs.Moving != "":
+		// Every slot's pod is ready while keys move: a leaving slot's
+		// serves until they have.
+		return rollout{rolloutInProgress, cachev1alpha1.ReasonMovingKeys, obs.Moving}
 	}
 	d := obs.StatefulSet
 	want := desired.Replicas(m)

@@ -223,8 +223,8 @@ func (s *scope) moveStep(ctx context.Context, st membershipState, target discove
 		copied, _ := s.podsSaid(ctx, p, move.StepCopy, st.from, move.CopiedMessage)
 		ctrl.LoggerFrom(ctx).Info("Moved keys", "from", len(st.from.Nodes), "to", len(st.to.Nodes), "move", p.ID, "copied", copied.copied, "removed", said.removed)
 		s.Recorder.Eventf(m, nil, corev1.EventTypeNormal, eventKeysMoved, "Move",
-			"Moved keys from %d to %d slots in %s: %d copied to their new slots, %d removed from their old ones",
-			len(st.from.Nodes), len(st.to.Nodes), now.Sub(p.Started).Round(time.Second), copied.copied, said.removed)
+			"Moved keys from %d to %d slots in %s: %d copied to their new slots (the longest copy of a pod took %.1fs), %d removed from their old ones",
+			len(st.from.Nodes), len(st.to.Nodes), now.Sub(p.Started).Round(time.Second), copied.copied, copied.seconds, said.removed)
 		return held(st.published, ips), "", ctrl.Result{}, nil
 	}
 }
@@ -235,8 +235,10 @@ type stepWord struct {
 	// they failed, with what.
 	waiting []string
 	failed  []string
-	// copied and removed are the keys the pods said they copied, removed.
+	// copied and removed are the keys the pods said they copied, removed;
+	// seconds the longest any took.
 	copied, removed int
+	seconds         float64
 }
 
 func (w stepWord) all() bool { return len(w.waiting) == 0 }
@@ -286,6 +288,7 @@ func (s *scope) podsSaid(ctx context.Context, p move.Plan, step string, c discov
 		default:
 			w.copied += said.Copied
 			w.removed += said.Removed
+			w.seconds = max(w.seconds, said.Seconds)
 		}
 	}
 	return w, nil
@@ -293,12 +296,13 @@ func (s *scope) podsSaid(ctx context.Context, p move.Plan, step string, c discov
 
 // followerLine is a line of a move.Follower's log.
 type followerLine struct {
-	Msg     string `json:"msg"`
-	Move    int64  `json:"move"`
-	Step    string `json:"step"`
-	Error   string `json:"error"`
-	Copied  int    `json:"copied"`
-	Removed int    `json:"removed"`
+	Msg     string  `json:"msg"`
+	Move    int64   `json:"move"`
+	Step    string  `json:"step"`
+	Error   string  `json:"error"`
+	Copied  int     `json:"copied"`
+	Removed int     `json:"removed"`
+	Seconds float64 `json:"seconds"`
 }
 
 // followerSaid finds in log the last word of the follower on step of
@@ -321,4 +325,14 @@ func followerSaid(log []byte, id int64, step, msg string) (followerLine, string,
 		return last, last.Error, true
 	}
 	return last, "", found
+}
+
+// movingMessage says where the move p stands, for the status.
+func movingMessage(p move.Plan, from, to discovery.Cluster) string {
+	what := map[string]string{
+		move.StepCopy:      "the pods copy the keys that change slot to their new slots; the membership is published after",
+		move.StepPublished: "the new membership is published; the keys stay on their old slots until the clients have polled it",
+		move.StepSettle:    "the pods remove the keys that moved from their old slots",
+	}[p.Step]
+	return fmt.Sprintf("Moving keys from %d to %d slots: %s", len(from.Nodes), len(to.Nodes), what)
 }

@@ -241,8 +241,9 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 		if plan != "" {
 			// The pods follow the plan's steps as they follow the
 			// membership: told of each.
-			p, _, _, _ := move.ParsePlan([]byte(plan))
+			p, from, to, _ := move.ParsePlan([]byte(plan))
 			s.tell.membership += fmt.Sprintf(" (move %d: %s)", p.ID, p.Step)
+			s.obs.Moving = movingMessage(p, from, to)
 		}
 	}
 	return res, err
