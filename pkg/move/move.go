@@ -26,6 +26,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -377,6 +378,12 @@ type conn struct {
 	r *bufio.Reader
 }
 
+// peek waits until memcached's next answer has begun to arrive.
+func (c *conn) peek() error {
+	_, err := c.r.Peek(1)
+	return err
+}
+
 func (c *conn) line() (string, error) {
 	line, err := c.r.ReadString('\n')
 	return strings.TrimRight(line, "\r\n"), err
@@ -447,17 +454,30 @@ func (c *conn) get(deadline time.Time, keys []string) ([]item, error) {
 // the server held one already (memcached's add refused it).
 func (c *conn) add(deadline time.Time, items []item) ([]uint64, error) {
 	c.SetDeadline(deadline)
+	// memcached (1.6.18) stops reading a TLS connection whose pipelined
+	// requests hold values: what follows the first value waits in its TLS
+	// buffer, which its event loop does not look at. Over TLS each value
+	// goes on its own, its answer read before the next.
+	_, oneByOne := c.Conn.(*tls.Conn)
 	var req []byte
-	for _, it := range items {
+	for i, it := range items {
 		ttl := it.ttl
 		if ttl < 0 {
 			ttl = 0 // none
 		}
 		req = fmt.Appendf(req, "ms %s %d F%d T%d ME c\r\n", it.key, len(it.value), it.flags, ttl)
 		req = append(append(req, it.value...), '\r', '\n')
-	}
-	if _, err := c.Write(req); err != nil {
-		return nil, err
+		if oneByOne || i == len(items)-1 {
+			if _, err := c.Write(req); err != nil {
+				return nil, err
+			}
+			req = req[:0]
+		}
+		if oneByOne {
+			if err := c.peek(); err != nil {
+				return nil, err
+			}
+		}
 	}
 	out := make([]uint64, len(items))
 	for i, it := range items {

@@ -287,7 +287,7 @@ func (s *scope) podsSaid(ctx context.Context, p move.Plan, step string, c discov
 			w.failed = append(w.failed, pod.Name+": "+failure)
 		default:
 			w.copied += said.Copied
-			w.removed += said.Removed
+			w.removed += said.Removed + said.Invalidated + said.Uncopied
 			w.seconds = max(w.seconds, said.Seconds)
 		}
 	}
@@ -300,9 +300,11 @@ type followerLine struct {
 	Move    int64   `json:"move"`
 	Step    string  `json:"step"`
 	Error   string  `json:"error"`
-	Copied  int     `json:"copied"`
-	Removed int     `json:"removed"`
-	Seconds float64 `json:"seconds"`
+	Copied      int     `json:"copied"`
+	Removed     int     `json:"removed"`
+	Invalidated int     `json:"invalidated"`
+	Uncopied    int     `json:"uncopied"`
+	Seconds     float64 `json:"seconds"`
 }
 
 // followerSaid finds in log the last word of the follower on step of
