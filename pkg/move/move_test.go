@@ -259,30 +259,9 @@ func TestTheMoverLogsInAsClientsDo(t *testing.T) {
 	dial := func(ctx context.Context, server string) (net.Conn, error) {
 		return memcachedconn.Dial(ctx, memcachedconn.Options{Address: server, Login: "mover:secret"})
 	}
-	conn, err := dial(ctx, names[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 200 {
-		v := fmt.Sprintf("v-%d", i)
-		if reply, err := memcachedconn.Command(conn, fmt.Sprintf("set key-%d 0 0 %d\r\n%s\r\n", i, len(v), v)); err != nil || reply != "STORED" {
-			t.Fatalf("set: %q %v", reply, err)
-		}
-	}
-	conn.Close()
-	after, err := ring.New(ring.Libmemcached, names)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := (&move.Mover{Dial: dial}).Copy(ctx, names[0], after)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Listed != 200 || res.Copied == 0 || res.Copied != res.Leaving {
-		t.Errorf("copied with a login: %+v", res)
-	}
+	after := copyAll(t, dial, names, 200, func(i int) string { return fmt.Sprintf("v-%d", i) }, "with a login")
 	// Without the login memcached refuses the listing.
-	_, err = (&move.Mover{Dial: plain}).Copy(ctx, names[0], after)
+	_, err := (&move.Mover{Dial: plain}).Copy(ctx, names[0], after)
 	if err == nil || !strings.Contains(err.Error(), "listing") {
 		t.Errorf("without a login: %v", err)
 	}
@@ -361,7 +340,6 @@ func TestTheLimitBoundsTheRate(t *testing.T) {
 // connection that pipelines values: four 1 KiB sets at once wait for ever,
 // seen here.)
 func TestTheMoverCopiesOverTLS(t *testing.T) {
-	ctx := context.Background()
 	dir := memcachedproc.FilesDir(t)
 	ca, err := testcerts.NewCA("move")
 	if err != nil {
@@ -384,26 +362,37 @@ func TestTheMoverCopiesOverTLS(t *testing.T) {
 	dial := func(ctx context.Context, server string) (net.Conn, error) {
 		return memcachedconn.Dial(ctx, memcachedconn.Options{Address: server, TLS: true, Login: "mover:secret"})
 	}
-	conn, err := dial(ctx, names[0])
+	value := strings.Repeat("v", 1024)
+	copyAll(t, dial, names, 3000, func(int) string { return value }, "over TLS")
+}
+
+// copyAll stores n keys (key-i, value(i)) on the first of servers through
+// dial, copies them with dial to the owners the ring of servers gives
+// them, checks that every leaving key was copied, and returns that ring.
+func copyAll(t *testing.T, dial move.Dialer, servers []string, n int, value func(int) string, how string) *ring.Ring {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := dial(ctx, servers[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	value := strings.Repeat("v", 1024)
-	for i := range 3000 {
-		if reply, err := memcachedconn.Command(conn, fmt.Sprintf("set key-%d 0 0 %d\r\n%s\r\n", i, len(value), value)); err != nil || reply != "STORED" {
+	for i := range n {
+		v := value(i)
+		if reply, err := memcachedconn.Command(conn, fmt.Sprintf("set key-%d 0 0 %d\r\n%s\r\n", i, len(v), v)); err != nil || reply != "STORED" {
 			t.Fatalf("set: %q %v", reply, err)
 		}
 	}
 	conn.Close()
-	after, err := ring.New(ring.Libmemcached, names)
+	after, err := ring.New(ring.Libmemcached, servers)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := (&move.Mover{Dial: dial}).Copy(ctx, names[0], after)
+	res, err := (&move.Mover{Dial: dial}).Copy(ctx, servers[0], after)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Listed != 3000 || res.Copied == 0 || res.Copied != res.Leaving {
-		t.Errorf("copied over TLS: %+v", res)
+	if res.Listed != n || res.Copied == 0 || res.Copied != res.Leaving {
+		t.Errorf("copied %s: %+v", how, res)
 	}
+	return after
 }

@@ -185,16 +185,10 @@ func (s *scope) moveStep(ctx context.Context, st membershipState, target discove
 	p := *st.plan
 	switch p.Step {
 	case move.StepCopy:
-		said, err := s.podsSaid(ctx, p, move.StepCopy, st.from, move.CopiedMessage)
-		if err != nil {
-			return held(st.published, ips), p.Marshal(), ctrl.Result{}, err
-		}
-		if !said.all() && now.Sub(p.Stepped) < moveStepBound {
-			return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, nil
-		}
-		if !said.all() || len(said.failed) > 0 {
-			s.Recorder.Eventf(m, nil, corev1.EventTypeWarning, eventKeyMoveIncomplete, "Move",
-				"Publishing %d slots with keys not all copied (%s): their clients miss them", len(st.to.Nodes), said.missing(moveStepBound))
+		_, done, err := s.awaitPods(ctx, p, move.StepCopy, st.from, move.CopiedMessage,
+			fmt.Sprintf("Publishing %d slots with keys not all copied (%%s): their clients miss them", len(st.to.Nodes)))
+		if err != nil || !done {
+			return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, err
 		}
 		p.Step, p.Stepped = move.StepPublished, now
 		to := st.to
@@ -209,16 +203,10 @@ func (s *scope) moveStep(ctx context.Context, st membershipState, target discove
 		p.Step, p.Stepped = move.StepSettle, now
 		return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, nil
 	default: // move.StepSettle
-		said, err := s.podsSaid(ctx, p, move.StepSettle, st.to, move.SettledMessage)
-		if err != nil {
-			return held(st.published, ips), p.Marshal(), ctrl.Result{}, err
-		}
-		if !said.all() && now.Sub(p.Stepped) < moveStepBound {
-			return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, nil
-		}
-		if !said.all() || len(said.failed) > 0 {
-			s.Recorder.Eventf(m, nil, corev1.EventTypeWarning, eventKeyMoveIncomplete, "Move",
-				"Keys that moved may stay on their old slots (%s): a later change of the slots can serve them", said.missing(moveStepBound))
+		said, done, err := s.awaitPods(ctx, p, move.StepSettle, st.to, move.SettledMessage,
+			"Keys that moved may stay on their old slots (%s): a later change of the slots can serve them")
+		if err != nil || !done {
+			return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, err
 		}
 		copied, _ := s.podsSaid(ctx, p, move.StepCopy, st.from, move.CopiedMessage)
 		ctrl.LoggerFrom(ctx).Info("Moved keys", "from", len(st.from.Nodes), "to", len(st.to.Nodes), "move", p.ID, "copied", copied.copied, "removed", said.removed)
@@ -227,6 +215,25 @@ func (s *scope) moveStep(ctx context.Context, st membershipState, target discove
 			len(st.from.Nodes), len(st.to.Nodes), now.Sub(p.Started).Round(time.Second), copied.copied, copied.seconds, said.removed)
 		return held(st.published, ips), "", ctrl.Result{}, nil
 	}
+}
+
+// awaitPods reads what the pods of c said of step of the move p, whose
+// success says msg, and tells whether the step is done: every pod said
+// so, or moveStepBound passed since the step began. A step done with a
+// pod silent or failed is told in a Warning event, incomplete (a format
+// of what is missing).
+func (s *scope) awaitPods(ctx context.Context, p move.Plan, step string, c discovery.Cluster, msg, incomplete string) (stepWord, bool, error) {
+	said, err := s.podsSaid(ctx, p, step, c, msg)
+	if err != nil {
+		return said, false, err
+	}
+	if !said.all() && s.now().Sub(p.Stepped) < moveStepBound {
+		return said, false, nil
+	}
+	if !said.all() || len(said.failed) > 0 {
+		s.Recorder.Eventf(s.m, nil, corev1.EventTypeWarning, eventKeyMoveIncomplete, "Move", incomplete, said.missing(moveStepBound))
+	}
+	return said, true, nil
 }
 
 // stepWord is what the pods of a membership said of a step of a plan.
