@@ -60,11 +60,11 @@ type operation struct {
 	p99 time.Duration
 	// movedKeys is what the operator said of the keys it moved (its
 	// KeysMoved event), when it moved some.
-	movedKeys string
-	firstError            string
-	replaced, pods        int // pods replaced, of pods before
-	restarted             int // pods whose memcached restarted in place
-	podsAfter             int
+	movedKeys      string
+	firstError     string
+	replaced, pods int // pods replaced, of pods before
+	restarted      int // pods whose memcached restarted in place
+	podsAfter      int
 	// moves: the operation changes the slots, and the operator moves the
 	// keys (spec.keyMoves).
 	moves bool

@@ -303,10 +303,10 @@ func (s *scope) podsSaid(ctx context.Context, p move.Plan, step string, c discov
 
 // followerLine is a line of a move.Follower's log.
 type followerLine struct {
-	Msg     string  `json:"msg"`
-	Move    int64   `json:"move"`
-	Step    string  `json:"step"`
-	Error   string  `json:"error"`
+	Msg         string  `json:"msg"`
+	Move        int64   `json:"move"`
+	Step        string  `json:"step"`
+	Error       string  `json:"error"`
 	Copied      int     `json:"copied"`
 	Removed     int     `json:"removed"`
 	Invalidated int     `json:"invalidated"`
