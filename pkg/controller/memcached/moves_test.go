@@ -10,9 +10,14 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/discovery"
 	"github.com/example/memcached-operator/pkg/move"
+	"github.com/example/memcached-operator/pkg/owned"
 	"github.com/example/memcached-operator/pkg/ring"
 )
 
@@ -68,4 +73,50 @@ func TestAHeldMembershipFollowsTheAddresses(t *testing.T) {
 	g.Expect(c.Nodes[1].IP).To(Equal("10.0.0.2"), "c itself unchanged")
 	g.Expect(sameHosts(c, moved)).To(BeTrue())
 	g.Expect(sameHosts(c, discovery.Cluster{Nodes: c.Nodes[:1]})).To(BeFalse())
+}
+
+// logsOf is pods' logs, by pod name.
+type logsOf map[string][]byte
+
+func (l logsOf) Read(_ context.Context, _, pod string, _ *corev1.PodLogOptions) ([]byte, error) {
+	return l[pod], nil
+}
+
+// A copy waits for every pod's word, and no longer than moveStepBound: a
+// pod still silent then is left behind, and a Warning event names it.
+func TestACopyWaitsForThePodsWithinItsBound(t *testing.T) {
+	g := NewWithT(t)
+	from := discovery.Cluster{Version: 3, Nodes: []discovery.Node{
+		{Host: "c-0.c.ns.svc", IP: "10.0.0.1", Port: 11211}, {Host: "c-1.c.ns.svc", IP: "10.0.0.2", Port: 11211}}}
+	to := discovery.Cluster{Version: 4, Nodes: from.Nodes[:1]}
+	started := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	plan := move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy, From: string(from.Body()), To: string(to.Body()), Started: started, Stepped: started}
+	copied := followerLog(t, "c-0", move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy,
+		From: string(discovery.Cluster{Version: 1, Nodes: []discovery.Node{{Host: "other.c.ns.svc", IP: "10.0.0.9", Port: 11211}}}.Body()), To: plan.To})
+	now := started.Add(time.Minute)
+	recorder := events.NewFakeRecorder(10)
+	s := &scope{
+		Reconciler: &Reconciler{Logs: logsOf{"c-0": copied}, Recorder: recorder, Now: func() time.Time { return now }},
+		m:          &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}},
+	}
+	for _, name := range []string{"c-0", "c-1"} {
+		s.obs.Pods = append(s.obs.Pods, &owned.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, IP: "10.0.0.1"})
+	}
+	st := membershipState{published: from, plan: &plan, from: from, to: to}
+
+	_, planned, _, err := s.moveStep(context.Background(), st, to, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	p, _, _, err := move.ParsePlan([]byte(planned))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p.Step).To(Equal(move.StepCopy), "c-1 has not copied yet")
+	g.Expect(recorder.Events).To(BeEmpty())
+
+	now = started.Add(moveStepBound)
+	published, planned, _, err := s.moveStep(context.Background(), st, to, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	p, _, _, err = move.ParsePlan([]byte(planned))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p.Step).To(Equal(move.StepPublished), "published once the bound passed")
+	g.Expect(published.Nodes).To(HaveLen(1))
+	g.Expect(recorder.Events).To(Receive(And(ContainSubstring(eventKeyMoveIncomplete), ContainSubstring("c-1"))))
 }
