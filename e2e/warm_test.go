@@ -122,7 +122,9 @@ func memcachedStatus(p *corev1.Pod) corev1.ContainerStatus {
 // down at once. Pod labels and annotations change on the pods, with no
 // restart. An image that cannot start stops the change at its first
 // slot, the status names why, and the other slot keeps serving; rolling
-// back mends that slot, which restores what it saved on the way out.
+// back mends that slot, which restores what it saved on the way out. A
+// smaller memory limit restarts memcached in the same pods, empty: the
+// status says so beforehand and an event per slot after.
 func TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache(t *testing.T) {
 	var ns string
 	var before []int
@@ -346,6 +348,42 @@ func TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache(t *testing.T) {
 			g.Expect(p.Annotations).To(HaveKeyWithValue(desired.AnnotationWarmRestart,
 				fmt.Sprintf("memcached restored %d items from its memory file", before[1])), "saved on the way to the broken image")
 			g.Expect(itemsPerSlot(t, k, key(), 2)).To(Equal(before))
+			return ctx
+		}).
+		Assess("a smaller memory limit restarts memcached in place, empty, as the status says beforehand", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, k := NewWithT(t), kube(t, cfg)
+			restarts := restartCounts(ctx, g, k)
+			m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key().Name}}
+			g.Expect(k.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"memoryLimitMiB":48}}`)))).To(Succeed())
+			said := false
+			g.Eventually(func(g Gomega) {
+				m := &cachev1alpha1.Memcached{}
+				g.Expect(k.Get(ctx, key(), m)).To(Succeed())
+				if c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionProgressing); c != nil &&
+					strings.Contains(c.Message, "with memcached restarting empty: its memory limit changes") {
+					said = true
+				}
+				for _, name := range slots {
+					p := &corev1.Pod{}
+					g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+					g.Expect(p.Annotations).NotTo(HaveKey(desired.AnnotationRestartingFrom))
+					out, err := session{}.run(net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(desired.DefaultContainerPort))), "stats settings")
+					g.Expect(err).NotTo(HaveOccurred())
+					g.Expect(out).To(MatchRegexp(`(?m)^STAT maxbytes 50331648\r?$`), name)
+				}
+			}).WithTimeout(2 * timeout).WithPolling(poll).Should(Succeed())
+			converged(t, k, key(), 2)
+			g.Expect(said).To(BeTrue(), "Progressing named the pods restarting empty")
+			g.Expect(restartCounts(ctx, g, k)).To(Equal(restarts), "the same pods and containers: memcached restarted in them")
+			g.Expect(itemsPerSlot(t, k, key(), 2)).To(Equal([]int{0, 0}), "memcached keeps no item across a new memory limit")
+			var told []string
+			for _, e := range eventsOf(g, t, cfg, key(), "RestartedEmpty") {
+				if strings.Contains(e.Note, "with settings --memory-limit=48") && strings.Contains(e.Note, "its cache is empty") {
+					told = append(told, e.Note)
+				}
+			}
+			g.Expect(told).To(HaveLen(2), "one event per slot")
+			g.Expect(eventsOf(g, t, cfg, key(), "ReplacingPod")).To(BeEmpty())
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)

@@ -81,6 +81,14 @@ func goalsOf(rows []measured, ops []operation) []goal {
 	moved := goal{name: fmt.Sprintf("a scale keeps at least %.0f%% of the keys, with no stale value (spec.keyMoves)", 100*minMovedKept), met: true}
 	var lost, kept, scales []string
 	for _, o := range ops {
+		if o.empties {
+			// Told beforehand and after; a stale value is still one.
+			kept = append(kept, "none (memcached keeps no item across it)")
+			if o.stale > 0 {
+				lost = append(lost, fmt.Sprintf("%s: %d stale", o.name, o.stale))
+			}
+			continue
+		}
 		kept = append(kept, fmt.Sprintf("%d", o.inPlace))
 		// A stale value is a key not kept; a key kept beyond those in
 		// place was moved.

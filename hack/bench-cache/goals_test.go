@@ -52,6 +52,9 @@ func TestGoalsAreCheckedAgainstTheRun(t *testing.T) {
 		// Measured and reported: the slot saves and restores meanwhile.
 		{"errors while memcached restarts in place", nil, []operation{{name: "image change", keys: 100, inPlace: 100, kept: 100, errors: 4, errorsRestarted: 4, pods: 3, restarted: 3, podsAfter: 3}}, false, nil},
 		{"a key lost though memcached restarted warm", nil, []operation{{name: "image change", keys: 100, inPlace: 100, kept: 90, pods: 3, restarted: 3, podsAfter: 3}}, false, []string{keep}},
+		// Told beforehand and after: memcached keeps no item across it.
+		{"every key lost where memcached restarts empty", nil, []operation{{name: "memory limit lowered", keys: 100, inPlace: 100, kept: 0, pods: 3, restarted: 3, podsAfter: 3, empties: true}}, false, nil},
+		{"a stale value where memcached restarts empty", nil, []operation{{name: "memory limit lowered", keys: 100, inPlace: 100, kept: 0, stale: 1, pods: 3, restarted: 3, podsAfter: 3, empties: true}}, false, []string{keep}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

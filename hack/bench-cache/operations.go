@@ -68,6 +68,9 @@ type operation struct {
 	// moves: the operation changes the slots, and the operator moves the
 	// keys (spec.keyMoves).
 	moves bool
+	// empties: memcached keeps no item across the operation (a new memory
+	// limit), and the operator says so: the keys it loses are no miss.
+	empties bool
 }
 
 // opsName is the Memcached the operations are done to: size 3, TLS and
@@ -148,12 +151,13 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 		size    int32
 		rolls   bool         // the StatefulSet changes
 		long    bool         // left out of a short run
+		empties bool         // memcached keeps no item across it: told, not a loss
 		settled func() error // when it does not: the operation's end
 		do      func() error
 	}{
-		{"scale 3 → 4", 4, true, false, nil, func() error { return patch(memcached(), `{"spec":{"size":4}}`) }},
-		{"scale 4 → 3", 3, true, false, nil, func() error { return patch(memcached(), `{"spec":{"size":3}}`) }},
-		{"a pod deleted (its slot's pod replaced)", 3, false, false, func() error {
+		{"scale 3 → 4", 4, true, false, false, nil, func() error { return patch(memcached(), `{"spec":{"size":4}}`) }},
+		{"scale 4 → 3", 3, true, false, false, nil, func() error { return patch(memcached(), `{"spec":{"size":3}}`) }},
+		{"a pod deleted (its slot's pod replaced)", 3, false, false, false, func() error {
 			return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 				p := &corev1.Pod{}
 				err := e.c.Get(ctx, client.ObjectKeyFromObject(deleted), p)
@@ -166,19 +170,22 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 			}
 			return e.c.Delete(ctx, deleted)
 		}},
-		{"image rollout (the same memcached under another image name)", 3, true, false, nil, func() error {
+		{"image rollout (the same memcached under another image name)", 3, true, false, false, nil, func() error {
 			return patch(memcached(), `{"spec":{"image":"`+repo.Version("LOCAL_MEMCACHED_IMAGE_MINOR")+`"}}`)
 		}},
-		{"pod label change (on the pods, no restart)", 3, true, false, nil, func() error {
+		{"pod label change (on the pods, no restart)", 3, true, false, false, nil, func() error {
 			return patch(memcached(), `{"spec":{"podLabels":{"team":"bench"}}}`)
 		}},
-		{"threads change (a setting memcached keeps; restarted in place)", 3, true, false, nil, func() error {
+		{"threads change (a setting memcached keeps; restarted in place)", 3, true, false, false, nil, func() error {
 			return patch(memcached(), `{"spec":{"threads":2}}`)
 		}},
-		{"memory limit change (memcached cannot keep it; the pods replaced)", 3, true, true, nil, func() error {
+		{"memory limit lowered 64 → 48 MiB (memcached cannot keep it; restarted in place, empty)", 3, true, true, true, nil, func() error {
+			return patch(memcached(), `{"spec":{"memoryLimitMiB":48}}`)
+		}},
+		{"memory limit raised 48 → 96 MiB, past the pods' memory volume (the pods replaced)", 3, true, true, false, nil, func() error {
 			return patch(memcached(), `{"spec":{"memoryLimitMiB":96}}`)
 		}},
-		{"certificate rotation (a new certificate from the same CA)", 3, false, true, served(func(addr string) bool {
+		{"certificate rotation (a new certificate from the same CA)", 3, false, true, false, served(func(addr string) bool {
 			conn, err := a.dial(ctx, "tcp", addr)
 			if err != nil {
 				return false
@@ -197,7 +204,7 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 			renewed = kp.Certificate[0]
 			return e.c.Update(ctx, ca.Secret(namespace, "ops-tls", p))
 		}},
-		{"authentication-file rotation (a second user added)", 3, false, true, served(func(addr string) bool {
+		{"authentication-file rotation (a second user added)", 3, false, true, false, served(func(addr string) bool {
 			next := a
 			next.user, next.pass = "next", "second-password"
 			conn, err := next.dial(ctx, "tcp", addr)
@@ -209,7 +216,7 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "ops-auth"}}
 			return patch(s, `{"stringData":{"authfile":"bench:first-password\nnext:second-password\n"}}`)
 		}},
-		{"operator upgrade that changes no pod setting (a new operator process of this build)", 3, false, false, nil, func() error {
+		{"operator upgrade that changes no pod setting (a new operator process of this build)", 3, false, false, false, nil, func() error {
 			if err := e.operator.Stop(); err != nil {
 				return err
 			}
@@ -225,7 +232,7 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "== %s\n", s.name)
-		op := operation{name: s.name, keys: e.cfg.opKeys, moves: strings.HasPrefix(s.name, "scale ")}
+		op := operation{name: s.name, keys: e.cfg.opKeys, moves: strings.HasPrefix(s.name, "scale "), empties: s.empties}
 		load := e.cfg.load
 		load.keys = e.cfg.opKeys
 		if err := store(ctx, c, load, round); err != nil {

@@ -27,9 +27,6 @@ func Command(m *cachev1alpha1.Memcached) []string {
 // and CA from tlsAt and its authentication file at authAt.
 func command(m *cachev1alpha1.Memcached, tlsAt, authAt string) []string {
 	cmd := []string{"memcached", "--port=" + strconv.Itoa(int(port(m)))}
-	if v := m.Spec.MemoryLimitMiB; v != nil {
-		cmd = append(cmd, "--memory-limit="+strconv.Itoa(int(*v)))
-	}
 	cmd = append(cmd, ContainerSettings(m)...)
 	if m.Spec.TLS != nil {
 		opts := "ssl_chain_cert=" + path.Join(tlsAt, material.CertKey) + ",ssl_key=" + path.Join(tlsAt, material.KeyKey)
@@ -112,12 +109,17 @@ func memcachedCommand(m *cachev1alpha1.Memcached, images Images) []string {
 // ContainerSettings are the flags of m's memcached command line that a
 // restart of memcached in its container can take: those memcached keeps
 // its items across a warm restart with (verbosity, the connection limit,
-// the threads) and the maximum item size, with which it starts empty
-// (NotKeptSetting). The others (the port, the memory limit, TLS,
-// authentication) need a new pod: what the pod mounts or how large its
-// memory volume is.
+// the threads), and the memory limit and the maximum item size, with which
+// it starts empty (NotKeptSettings). The others (the port, TLS,
+// authentication) need a new pod: what the pod mounts.
+//
+// A memory limit is taken in place only where the pod's memory volume
+// holds it (MemoryVolumeSize): a pod's volumes cannot grow.
 func ContainerSettings(m *cachev1alpha1.Memcached) []string {
 	var kept []string
+	if v := m.Spec.MemoryLimitMiB; v != nil {
+		kept = append(kept, memoryLimitSetting+strconv.Itoa(int(*v)))
+	}
 	if v := m.Spec.Verbosity; v != nil && *v > 0 {
 		kept = append(kept, "-"+strings.Repeat("v", int(*v)))
 	}
@@ -130,16 +132,43 @@ func ContainerSettings(m *cachev1alpha1.Memcached) []string {
 	if v := m.Spec.MaxItemSize; v != "" {
 		// The CRD admits only whole Ki, Mi or Gi; memcached reads bytes.
 		if q, err := resource.ParseQuantity(v); err == nil {
-			kept = append(kept, NotKeptSetting+strconv.FormatInt(q.Value(), 10))
+			kept = append(kept, maxItemSizeSetting+strconv.FormatInt(q.Value(), 10))
 		}
 	}
 	return kept
 }
 
-// NotKeptSetting starts the one flag of ContainerSettings that memcached
-// does not keep its items across: a new maximum item size restarts it
-// empty.
-const NotKeptSetting = "--max-item-size="
+// The flags of ContainerSettings that memcached keeps no item across: a
+// new memory limit or maximum item size restarts it empty.
+const (
+	memoryLimitSetting = "--memory-limit="
+	maxItemSizeSetting = "--max-item-size="
+)
+
+// NotKept names what, of two lists of ContainerSettings, memcached keeps
+// no item across a restart from the first to the second: "its memory
+// limit", "its maximum item size", both, or "" when it keeps its items.
+// A flag left out is memcached's default.
+func NotKept(from, to []string) string {
+	var changed []string
+	for _, s := range []struct{ flag, name, unset string }{
+		{memoryLimitSetting, "its memory limit", strconv.Itoa(memcachedDefaultMiB)},
+		{maxItemSizeSetting, "its maximum item size", strconv.Itoa(memcachedDefaultItemSize)},
+	} {
+		value := func(flags []string) string {
+			for _, f := range flags {
+				if v, ok := strings.CutPrefix(f, s.flag); ok {
+					return v
+				}
+			}
+			return s.unset
+		}
+		if value(from) != value(to) {
+			changed = append(changed, s.name)
+		}
+	}
+	return strings.Join(changed, " and ")
+}
 
 // exporter is the Prometheus memcached exporter's container: it reads
 // memcached's stats over the pod's loopback and serves them on the port

@@ -130,10 +130,11 @@ func ParsePodMetadataKeys(s string) PodMetadataKeys {
 var restartAnnotations = []string{AnnotationTLSDigest, AnnotationAuthDigest, AnnotationRestartedFor}
 
 // podShape is a digest of template with its containers' images, the
-// memcached container's resources, its labels and its annotations left out
-// (but those of restartAnnotations): two templates of the same shape differ
-// at most in what a pod can take in place (resources where the cluster
-// resizes pods in place: the operator replaces the pod where it cannot).
+// memcached container's resources, the memory volume's size, its labels and
+// its annotations left out (but those of restartAnnotations): two templates
+// of the same shape differ at most in what a pod can take in place
+// (resources where the cluster resizes pods in place, a memory limit its
+// memory volume holds: the operator replaces the pod where it cannot).
 func podShape(template *corev1ac.PodTemplateSpecApplyConfiguration) string {
 	t := *template
 	meta := &metav1ac.ObjectMetaApplyConfiguration{}
@@ -147,6 +148,14 @@ func podShape(template *corev1ac.PodTemplateSpecApplyConfiguration) string {
 	t.Spec = &spec
 	spec.InitContainers = withoutInPlace(spec.InitContainers)
 	spec.Containers = withoutInPlace(spec.Containers)
+	spec.Volumes = slices.Clone(spec.Volumes)
+	for i, v := range spec.Volumes {
+		if v.Name != nil && *v.Name == MemoryVolumeName && v.EmptyDir != nil {
+			dir := *v.EmptyDir
+			dir.SizeLimit = nil
+			spec.Volumes[i].EmptyDir = &dir
+		}
+	}
 	b, err := json.Marshal(t)
 	if err != nil {
 		// Apply configurations are plain data.

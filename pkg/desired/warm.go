@@ -28,11 +28,11 @@ const (
 	warmVolume = "warm"
 	warmDir    = "/opt/memcached-operator"
 	warmSize   = "16Mi"
-	// memoryVolume is the memory-backed volume of memcached's memory file,
-	// at memoryDir: it outlives memcached's container, not the pod.
-	memoryVolume = "memory"
-	memoryDir    = "/var/lib/memcached"
-	memoryFile   = "memory"
+	// MemoryVolumeName is the memory-backed volume of memcached's memory
+	// file, at memoryDir: it outlives memcached's container, not the pod.
+	MemoryVolumeName = "memory"
+	memoryDir        = "/var/lib/memcached"
+	memoryFile       = "memory"
 	// settingsVolume holds, at settingsDir/settingsFile, the pod's
 	// AnnotationMemcachedSettings (the downward API), which the kubelet
 	// writes anew when the annotation changes and the runner reads.
@@ -41,6 +41,9 @@ const (
 	settingsFile   = "flags"
 	// memcachedDefaultMiB is memcached's memory limit when spec sets none.
 	memcachedDefaultMiB = 64
+	// memcachedDefaultItemSize is memcached's maximum item size when spec
+	// sets none, in bytes.
+	memcachedDefaultItemSize = 1 << 20
 )
 
 // RunsWarm tells whether m's memcached restarts warm: a restart of its
@@ -106,7 +109,7 @@ func warmVolumes(m *cachev1alpha1.Memcached) []*corev1ac.VolumeApplyConfiguratio
 	return []*corev1ac.VolumeApplyConfiguration{
 		corev1ac.Volume().WithName(warmVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource().
 			WithSizeLimit(resource.MustParse(warmSize))),
-		corev1ac.Volume().WithName(memoryVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource().
+		corev1ac.Volume().WithName(MemoryVolumeName).WithEmptyDir(corev1ac.EmptyDirVolumeSource().
 			WithMedium(corev1.StorageMediumMemory).
 			WithSizeLimit(resource.MustParse(strconv.Itoa(int(memoryLimitMiB(m))+1) + "Mi"))),
 		corev1ac.Volume().WithName(settingsVolume).WithDownwardAPI(corev1ac.DownwardAPIVolumeSource().
@@ -115,6 +118,21 @@ func warmVolumes(m *cachev1alpha1.Memcached) []*corev1ac.VolumeApplyConfiguratio
 				WithFieldRef(corev1ac.ObjectFieldSelector().
 					WithFieldPath("metadata.annotations['" + AnnotationMemcachedSettings + "']")))),
 	}
+}
+
+// MemoryVolumeSize is the size of the memory volume of template's pods,
+// which bounds the memory limit memcached can take in place on them; nil
+// when they have none (memcached does not run warm).
+func MemoryVolumeSize(template *corev1ac.PodTemplateSpecApplyConfiguration) *resource.Quantity {
+	if template == nil || template.Spec == nil {
+		return nil
+	}
+	for _, v := range template.Spec.Volumes {
+		if v.Name != nil && *v.Name == MemoryVolumeName && v.EmptyDir != nil {
+			return v.EmptyDir.SizeLimit
+		}
+	}
+	return nil
 }
 
 // warmSettings is the value of AnnotationMemcachedSettings for m.
@@ -126,7 +144,7 @@ func warmSettings(m *cachev1alpha1.Memcached) string {
 func warmMounts() []*corev1ac.VolumeMountApplyConfiguration {
 	return []*corev1ac.VolumeMountApplyConfiguration{
 		mount(warmVolume, warmDir),
-		corev1ac.VolumeMount().WithName(memoryVolume).WithMountPath(memoryDir),
+		corev1ac.VolumeMount().WithName(MemoryVolumeName).WithMountPath(memoryDir),
 		corev1ac.VolumeMount().WithName(settingsVolume).WithMountPath(settingsDir).WithReadOnly(true),
 	}
 }

@@ -49,8 +49,9 @@ func TestWarmPodsMapTheirMemoryFromTheMemoryVolume(t *testing.T) {
 
 	c := pod.Containers[0]
 	g.Expect(c.Command).To(Equal([]string{"/opt/memcached-operator/warm", "--memory-file=/var/lib/memcached/memory", "--settings-file=/etc/memcached-settings/flags",
-		"--", "memcached", "--port=11211", "--memory-limit=1024"}), "the threads come from the settings file")
-	g.Expect(*c.VolumeMounts[1].Name).To(Equal(memoryVolume))
+		"--", "memcached", "--port=11211"}), "the memory limit and the threads come from the settings file")
+	g.Expect(StatefulSet(m, images, SecretDigests{}).Spec.Template.Annotations[AnnotationMemcachedSettings]).To(Equal("--memory-limit=1024\n--threads=2"))
+	g.Expect(*c.VolumeMounts[1].Name).To(Equal(MemoryVolumeName))
 	g.Expect(*c.VolumeMounts[1].MountPath).To(Equal("/var/lib/memcached"))
 	g.Expect(c.VolumeMounts[1].ReadOnly).To(BeNil(), "memcached writes its memory file")
 	g.Expect(*c.VolumeMounts[2].Name).To(Equal(settingsVolume))
@@ -68,14 +69,13 @@ func TestWarmPodsMapTheirMemoryFromTheMemoryVolume(t *testing.T) {
 		if v.EmptyDir != nil {
 			volumes[*v.Name] = v.EmptyDir.SizeLimit
 		}
-		if *v.Name == memoryVolume {
+		if *v.Name == MemoryVolumeName {
 			g.Expect(*v.EmptyDir.Medium).To(Equal(corev1.StorageMediumMemory))
 		}
 	}
-	g.Expect(volumes[memoryVolume].String()).To(Equal("1025Mi"), "the file, and room for what memcached saves beside it")
+	g.Expect(volumes[MemoryVolumeName].String()).To(Equal("1025Mi"), "the file, and room for what memcached saves beside it")
 	g.Expect(volumes).To(HaveKey(warmVolume))
 	g.Expect(settings).To(BeTrue())
-	g.Expect(StatefulSet(m, images, SecretDigests{}).Spec.Template.Annotations).To(HaveKeyWithValue(AnnotationMemcachedSettings, "--threads=2"))
 
 	g.Expect(pod.InitContainers).To(HaveLen(1))
 	g.Expect(*pod.InitContainers[0].Image).To(Equal("operator:1"))
@@ -121,8 +121,10 @@ func TestOnlyImagesKeepThePodShape(t *testing.T) {
 		{"threads", func(s *cachev1alpha1.MemcachedSpec) { s.Threads = ptr.To[int32](8) }, withOperator},
 		{"connections", func(s *cachev1alpha1.MemcachedSpec) { s.MaxConnections = ptr.To[int32](100) }, withOperator},
 		{"verbosity", func(s *cachev1alpha1.MemcachedSpec) { s.Verbosity = ptr.To[int32](1) }, withOperator},
-		// memcached restarts in its container, empty.
+		// memcached restarts in its container, empty (the memory limit
+		// where the pod's memory volume holds it: MemoryVolumeSize).
 		{"the maximum item size", func(s *cachev1alpha1.MemcachedSpec) { s.MaxItemSize = "2Mi" }, withOperator},
+		{"the memory limit", func(s *cachev1alpha1.MemcachedSpec) { s.MemoryLimitMiB = ptr.To[int32](128) }, withOperator},
 		// Resized in place where the cluster can.
 		{"resources", func(s *cachev1alpha1.MemcachedSpec) {
 			s.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}
@@ -139,7 +141,9 @@ func TestOnlyImagesKeepThePodShape(t *testing.T) {
 		name string
 		spec func(*cachev1alpha1.MemcachedSpec)
 	}{
-		{"the memory limit", func(s *cachev1alpha1.MemcachedSpec) { s.MemoryLimitMiB = ptr.To[int32](128) }},
+		{"a memory limit memcached takes no memory file with (memcached no longer runs warm)", func(s *cachev1alpha1.MemcachedSpec) {
+			s.MemoryLimitMiB = ptr.To[int32](WarmMinimumMiB - 1)
+		}},
 		{"the port", func(s *cachev1alpha1.MemcachedSpec) { s.ContainerPort = ptr.To[int32](11311) }},
 		{"a container memory limit below memcached's (memcached no longer runs warm)", func(s *cachev1alpha1.MemcachedSpec) {
 			s.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")}}
@@ -165,4 +169,28 @@ func TestOnlyImagesKeepThePodShape(t *testing.T) {
 	set := StatefulSet(memcached("cache", base), testImages, SecretDigests{})
 	g.Expect(*set.Spec.UpdateStrategy.Type).To(Equal(appsv1.RollingUpdateStatefulSetStrategyType))
 	g.Expect(set.Spec.Template.Annotations).NotTo(HaveKey(AnnotationPodShape))
+}
+
+// The memory volume of a template's pods, which bounds the memory limit
+// memcached can take in place, is sized to memcached's memory limit.
+func TestMemoryVolumeSize(t *testing.T) {
+	g := NewWithT(t)
+	images := Images{Memcached: "memcached:1", Exporter: "exporter:1", Reloader: "operator:1"}
+	size := func(spec cachev1alpha1.MemcachedSpec, images Images) *resource.Quantity {
+		return MemoryVolumeSize(StatefulSet(memcached("cache", spec), images, SecretDigests{}).Spec.Template)
+	}
+	g.Expect(size(cachev1alpha1.MemcachedSpec{}, images).String()).To(Equal("65Mi"))
+	g.Expect(size(cachev1alpha1.MemcachedSpec{MemoryLimitMiB: ptr.To[int32](48)}, images).String()).To(Equal("49Mi"))
+	g.Expect(size(cachev1alpha1.MemcachedSpec{}, Images{Memcached: "memcached:1"})).To(BeNil(), "no warm pods, no memory volume")
+}
+
+// What memcached keeps no item across: its memory limit and maximum item
+// size, a flag left out standing for memcached's default.
+func TestNotKept(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(NotKept([]string{"--threads=4"}, []string{"--threads=2", "-v"})).To(BeEmpty())
+	g.Expect(NotKept(nil, []string{"--memory-limit=64", "--max-item-size=1048576"})).To(BeEmpty(), "memcached's defaults written out")
+	g.Expect(NotKept([]string{"--memory-limit=128"}, []string{"--memory-limit=96"})).To(Equal("its memory limit"))
+	g.Expect(NotKept(nil, []string{"--max-item-size=2097152"})).To(Equal("its maximum item size"))
+	g.Expect(NotKept([]string{"--memory-limit=128"}, []string{"--max-item-size=2097152"})).To(Equal("its memory limit and its maximum item size"))
 }

@@ -1,12 +1,14 @@
 package owned
 
 import (
+	"strings"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"strings"
 
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/reload"
@@ -84,6 +86,10 @@ type Pod struct {
 	// pod has a Shape.
 	Resources corev1.ResourceRequirements  `json:"resources,omitempty"`
 	Resized   *corev1.ResourceRequirements `json:"resized,omitempty"`
+	// MemoryVolume is the size of the pod's memory volume
+	// (desired.MemoryVolumeName), where the pod has a Shape: the largest
+	// memory limit its memcached can take in place.
+	MemoryVolume *resource.Quantity `json:"memoryVolume,omitempty"`
 	// Resizing is the reason and message of the pod's PodResizePending
 	// or PodResizeInProgress condition ("Infeasible: ..."), while the
 	// kubelet has not made a resize in place.
@@ -180,6 +186,11 @@ func SummarizePod(p *corev1.Pod) *Pod {
 		for _, c := range p.Spec.Containers {
 			if c.Name == desired.ContainerName {
 				s.Resources = c.Resources
+			}
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.Name == desired.MemoryVolumeName && v.EmptyDir != nil {
+				s.MemoryVolume = v.EmptyDir.SizeLimit
 			}
 		}
 		for _, c := range p.Status.Conditions {

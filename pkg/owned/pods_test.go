@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -118,4 +119,16 @@ func TestPodSummaryTellsAFailedReload(t *testing.T) {
 	p := owned.SummarizePod(podOf("cache", "", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{crashed}}))
 	g.Expect(p.ReloadFailed).To(BeEmpty())
 	g.Expect(p.Containers).To(HaveLen(1))
+}
+
+// A pod that can take a template in place keeps the size of its memory
+// volume: the largest memory limit its memcached can take in place.
+func TestPodSummaryKeepsTheMemoryVolumeOfAPodThatRollsInPlace(t *testing.T) {
+	g := NewWithT(t)
+	p := podOf("cache", "", corev1.PodStatus{})
+	p.Spec.Volumes = []corev1.Volume{{Name: desired.MemoryVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+		Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("65Mi"))}}}}
+	g.Expect(owned.SummarizePod(p).MemoryVolume).To(BeNil(), "no shape: the pod is replaced for any change")
+	p.Annotations[desired.AnnotationPodShape] = "s"
+	g.Expect(owned.SummarizePod(p).MemoryVolume).To(Equal(ptr.To(resource.MustParse("65Mi"))))
 }

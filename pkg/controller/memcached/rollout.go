@@ -43,9 +43,13 @@ import (
 // many items memcached restored (its log), which the pod's
 // desired.AnnotationWarmRestart and an event then tell.
 //
-// Another change (the memory limit, resources, TLS) replaces the pod: the
-// operator deletes it, the StatefulSet controller makes it anew from the
-// template, and its cache starts empty, which an event says. Pods that are
+// A new memory limit or maximum item size is a setting too, which
+// memcached keeps no item across: it restarts empty in its container, as
+// the status says beforehand and an event after. A memory limit larger
+// than the pod's memory volume, and another change (the port, TLS, resources
+// where the cluster cannot resize the pod) replace the pod: the operator
+// deletes it, the StatefulSet controller makes it anew from the template,
+// and its cache starts empty, which an event says. Pods that are
 // not ready are brought to the template first, all at once: they serve
 // nothing, and a change that mends them (a rollback of an image that
 // cannot start) must not wait for them.
@@ -182,16 +186,23 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 // want's template, and what the next of them waits for.
 func rollingNote(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration, waiting string) string {
 	shape := want.Spec.Template.Annotations[desired.AnnotationPodShape]
-	settings := want.Spec.Template.Annotations[desired.AnnotationMemcachedSettings]
+	settings := splitSettings(want.Spec.Template.Annotations[desired.AnnotationMemcachedSettings])
 	inPlace, empty, replaced := 0, 0, 0
+	var emptiedBy []string
 	for _, p := range outdated {
 		switch {
-		case p.Shape == "" || p.Shape != shape:
+		case p.Shape == "" || p.Shape != shape || !fitsMemory(p, want):
 			replaced++
-		case notKept(p.Annotations[desired.AnnotationMemcachedSettings]) != notKept(settings):
-			empty++
 		default:
-			inPlace++
+			by := desired.NotKept(splitSettings(p.Annotations[desired.AnnotationMemcachedSettings]), settings)
+			if by == "" {
+				inPlace++
+				continue
+			}
+			empty++
+			if !slices.Contains(emptiedBy, by) {
+				emptiedBy = append(emptiedBy, by)
+			}
 		}
 	}
 	var notes []string
@@ -199,15 +210,23 @@ func rollingNote(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfigura
 		notes = append(notes, fmt.Sprintf("%d pods to change in place (memcached restarts warm where its image or settings change)", inPlace))
 	}
 	if empty > 0 {
-		notes = append(notes, fmt.Sprintf("%d pods to change in place with memcached restarting empty: its maximum item size changes, which it keeps no item across", empty))
+		notes = append(notes, fmt.Sprintf("%d pods to change in place with memcached restarting empty: %s changes, which it keeps no item across", empty, strings.Join(emptiedBy, ", or ")))
 	}
 	if replaced > 0 {
-		notes = append(notes, fmt.Sprintf("%d pods to replace, each starting with an empty cache: the change is more than images, labels, annotations, settings memcached keeps and resources", replaced))
+		notes = append(notes, fmt.Sprintf("%d pods to replace, each starting with an empty cache: the change is more than images, labels, annotations, settings memcached takes in its container, a memory limit its memory volume holds and resources", replaced))
 	}
 	if waiting != "" {
 		notes = append(notes, waiting)
 	}
 	return strings.Join(notes, "; ")
+}
+
+// fitsMemory tells whether p's memory volume holds the memory limit of
+// want's template, which is as large as its memory volume: a pod's
+// volumes cannot grow, so a larger memory limit needs a new pod.
+func fitsMemory(p *owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration) bool {
+	size := desired.MemoryVolumeSize(want.Spec.Template)
+	return size == nil || (p.MemoryVolume != nil && p.MemoryVolume.Cmp(*size) >= 0)
 }
 
 // ordinal is the slot of the pod name of the StatefulSet set.
@@ -241,9 +260,9 @@ func (s *scope) bringToTemplate(ctx context.Context, p *owned.Pod, revision stri
 		_, err := s.patchPod(ctx, p, step.ops)
 		return err
 	}
-	ctrl.LoggerFrom(ctx).Info("Restarting memcached in place", "pod", p.Name, "revision", revision, "with", step.with)
 	sent, err := s.patchPod(ctx, p, step.ops)
 	if sent {
+		ctrl.LoggerFrom(ctx).Info("Restarting memcached in place", "pod", p.Name, "revision", revision, "with", step.with)
 		s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventRestartingInPlace, "Restart",
 			"Pod %s: memcached restarts in place %s, saving its cache to restore it", p.Name, step.with)
 	}
@@ -294,6 +313,10 @@ func inPlaceStep(p *owned.Pod, revision string, want *appsv1ac.StatefulSetApplyC
 	shape := want.Spec.Template.Annotations[desired.AnnotationPodShape]
 	if p.Shape == "" || p.Shape != shape {
 		return step{kind: replace}
+	}
+	if !fitsMemory(p, want) {
+		return step{kind: replace, why: fmt.Sprintf("memcached's new memory limit needs a memory volume of %s, and the pod's is %s: a pod's volumes cannot grow",
+			desired.MemoryVolumeSize(want.Spec.Template), p.MemoryVolume)}
 	}
 	images := templateImages(want)
 	revisionLabel := "/metadata/labels/" + jsonPointerEscape(appsv1.ControllerRevisionHashLabelKey)
@@ -662,17 +685,6 @@ func splitSettings(annotation string) []string {
 		}
 	}
 	return flags
-}
-
-// notKept is the flag of desired.AnnotationMemcachedSettings memcached
-// keeps no item across a restart with (desired.NotKeptSetting), if set.
-func notKept(annotation string) string {
-	for _, f := range splitSettings(annotation) {
-		if strings.HasPrefix(f, desired.NotKeptSetting) {
-			return f
-		}
-	}
-	return ""
 }
 
 // settingsText is desired.AnnotationMemcachedSettings on one line.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
@@ -107,7 +108,7 @@ func TestRollingNote(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(rollingNote([]*owned.Pod{same, same}, want, "")).To(Equal("2 pods to change in place (memcached restarts warm where its image or settings change)"))
 	g.Expect(rollingNote([]*owned.Pod{other, none}, want, "pod cache-2 is not ready")).To(Equal(
-		"2 pods to replace, each starting with an empty cache: the change is more than images, labels, annotations, settings memcached keeps and resources; pod cache-2 is not ready"))
+		"2 pods to replace, each starting with an empty cache: the change is more than images, labels, annotations, settings memcached takes in its container, a memory limit its memory volume holds and resources; pod cache-2 is not ready"))
 	g.Expect(rollingNote(nil, want, "")).To(BeEmpty())
 
 	bigger := appsv1ac.StatefulSet("cache", "ns").WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(corev1ac.PodTemplateSpec().
@@ -115,6 +116,16 @@ func TestRollingNote(t *testing.T) {
 	was := &owned.Pod{Shape: "s2", Annotations: map[string]string{desired.AnnotationMemcachedSettings: "--threads=4"}}
 	g.Expect(rollingNote([]*owned.Pod{was}, bigger, "")).To(Equal(
 		"1 pods to change in place with memcached restarting empty: its maximum item size changes, which it keeps no item across"))
+
+	memory := appsv1ac.StatefulSet("cache", "ns").WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(corev1ac.PodTemplateSpec().
+		WithAnnotations(map[string]string{desired.AnnotationPodShape: "s2", desired.AnnotationMemcachedSettings: "--memory-limit=48\n--threads=4"}).
+		WithSpec(corev1ac.PodSpec().WithVolumes(corev1ac.Volume().WithName(desired.MemoryVolumeName).
+			WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(resource.MustParse("49Mi")))))))
+	small, large := *was, *was
+	small.MemoryVolume, large.MemoryVolume = ptr.To(resource.MustParse("33Mi")), ptr.To(resource.MustParse("65Mi"))
+	g.Expect(rollingNote([]*owned.Pod{&large, &small}, memory, "")).To(Equal(
+		"1 pods to change in place with memcached restarting empty: its memory limit changes, which it keeps no item across; " +
+			"1 pods to replace, each starting with an empty cache: the change is more than images, labels, annotations, settings memcached takes in its container, a memory limit its memory volume holds and resources"))
 }
 
 // How a pod takes a template: in place, restarting memcached's container
@@ -190,6 +201,24 @@ func TestInPlaceStep(t *testing.T) {
 	other := pod("c1")
 	other.Shape = "another"
 	g.Expect(inPlaceStep(other, "r2", template("memcached:1", "--threads=2"), now).kind).To(Equal(replace))
+
+	// A memory limit: a setting too, where the pod's memory volume holds
+	// it; a larger one needs a new pod.
+	memory := func(settings, volume string) *appsv1ac.StatefulSetApplyConfiguration {
+		t := template("memcached:1", settings)
+		t.Spec.Template.Spec.WithVolumes(corev1ac.Volume().WithName(desired.MemoryVolumeName).
+			WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithMedium(corev1.StorageMediumMemory).WithSizeLimit(resource.MustParse(volume))))
+		return t
+	}
+	holding := pod("c1")
+	holding.MemoryVolume = ptr.To(resource.MustParse("129Mi"))
+	s = inPlaceStep(holding, "r2", memory("--memory-limit=96\n--threads=4", "97Mi"), now)
+	g.Expect(s.kind).To(Equal(restartForSettings), "a smaller memory limit")
+	g.Expect(s.with).To(Equal("with settings --memory-limit=96 --threads=4"))
+	g.Expect(inPlaceStep(holding, "r2", memory("--memory-limit=128\n--threads=4", "129Mi"), now).kind).To(Equal(restartForSettings), "as large as the volume")
+	s = inPlaceStep(holding, "r2", memory("--memory-limit=256\n--threads=4", "257Mi"), now)
+	g.Expect(s.kind).To(Equal(replace), "a larger memory limit")
+	g.Expect(s.why).To(Equal("memcached's new memory limit needs a memory volume of 257Mi, and the pod's is 129Mi: a pod's volumes cannot grow"))
 
 	// Resources: resized in place first, as the apiserver defaults them
 	// (a limit is the request too); none can be removed.
