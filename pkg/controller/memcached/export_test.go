@@ -2,3 +2,5 @@ package memcached
 
 // For the tests in package memcached_test.
 var EnqueueFreedName = enqueueFreedName
+
+var FailedTest = failedTest

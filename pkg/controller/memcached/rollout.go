@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -711,13 +712,31 @@ func (s *scope) patchPod(ctx context.Context, p *owned.Pod, ops []map[string]any
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil // replaced meanwhile: its successor is the template's
-	case apierrors.IsInvalid(err) && strings.Contains(err.Error(), "test"):
+	case failedTest(err):
 		ctrl.LoggerFrom(ctx).V(1).Info("Not patching a pod the store holds an older version of", "pod", p.Name)
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("patching pod %s: %w", p.Name, err)
 	}
 	return true, nil
+}
+
+// failedTest tells whether err is the apiserver's answer to a JSON patch
+// it could not apply to the object as it is: a test operation that failed,
+// or a path to remove that is no longer there. The apiserver answers both
+// alike, Invalid (422) with a generic message and no cause, naming neither
+// the object nor a field (the patch's own error is not passed on), where a
+// patched object it refuses is Invalid with its kind, name and the fields'
+// errors. The operator's patches only remove what the store showed, after
+// testing what the store held: either means the store holds an older
+// version of the object.
+func failedTest(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d == nil || (len(d.Causes) == 0 && d.Name == "" && d.Kind == "")
 }
 
 // templateImages are the images of want's pod template, by container.
