@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -91,11 +94,17 @@ func TestAPIServerOutage(t *testing.T) {
 			time.Sleep(outage - time.Since(stopped))
 			g.Expect(operator.Exited()).To(BeFalse(), "the operator exited while the apiserver was away")
 
-			// kwokctl starts the components that are not running.
-			start := exec.CommandContext(ctx, repo.Path("bin", "k8s", "kwokctl"), "start", "cluster", "--name", localCluster.Name)
-			start.Env = append(os.Environ(), "KWOK_WORKDIR="+localCluster.KwokWorkdir())
-			out, err := start.CombinedOutput()
-			g.Expect(err).NotTo(HaveOccurred(), string(out))
+			// kwokctl starts the components that are not running. The
+			// controller manager and the scheduler exit once they cannot
+			// renew their lease, which can be after that start on a busy
+			// machine: they are started again then, as the kubelet restarts
+			// a control plane's static pods.
+			restarted := keepClusterUp(ctx, t, time.Minute)
+			t.Cleanup(func() {
+				if t.Failed() {
+					describeOutage(t, cfg, ns, restarted())
+				}
+			})
 
 			for i := range caches {
 				_, d := converged(t, c, key(i), 2)
@@ -106,4 +115,81 @@ func TestAPIServerOutage(t *testing.T) {
 		}).
 		Feature()
 	testenv.Test(t, f)
+}
+
+// keepClusterUp starts the local cluster's components that are not
+// running, and for watch after that, in the background, starts again any
+// that exits. What it started again, one entry per time, is what the
+// function it returns says (it stops the watch).
+func keepClusterUp(ctx context.Context, t *testing.T, watch time.Duration) func() []string {
+	t.Helper()
+	start := func() error {
+		cmd := exec.CommandContext(ctx, repo.Path("bin", "k8s", "kwokctl"), "start", "cluster", "--name", localCluster.Name)
+		cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+localCluster.KwokWorkdir())
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	}
+	NewWithT(t).Expect(start()).To(Succeed())
+	ctx, stop := context.WithTimeout(ctx, watch)
+	var again []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			time.Sleep(time.Second)
+			pids, err := localCluster.PIDs()
+			if err != nil {
+				t.Errorf("reading the cluster's components: %v", err)
+				return
+			}
+			var gone []string
+			for name, pid := range pids {
+				if syscall.Kill(pid, 0) != nil {
+					gone = append(gone, name)
+				}
+			}
+			if len(gone) == 0 {
+				continue
+			}
+			slices.Sort(gone)
+			t.Logf("%s exited after the cluster's start; starting it again", strings.Join(gone, ", "))
+			again = append(again, strings.Join(gone, ", ")+" at "+time.Now().Format(time.TimeOnly))
+			if err := start(); err != nil && ctx.Err() == nil {
+				t.Errorf("starting the cluster's components again: %v", err)
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		stop()
+		<-done
+	})
+	return func() []string {
+		stop()
+		<-done
+		return again
+	}
+}
+
+// describeOutage logs what a failed outage test leaves to read: the pods
+// of ns and their phases, and which components of the cluster run.
+func describeOutage(t *testing.T, cfg *envconf.Config, ns string, restarted []string) {
+	pods := &corev1.PodList{}
+	if err := kube(t, cfg).List(context.Background(), pods, client.InNamespace(ns)); err != nil {
+		t.Logf("listing the pods of %s: %v", ns, err)
+	}
+	for _, p := range pods.Items {
+		ready := false
+		for _, c := range p.Status.Conditions {
+			ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+		}
+		t.Logf("pod %s: %s on %q, ready %v", p.Name, p.Status.Phase, p.Spec.NodeName, ready)
+	}
+	pids, err := localCluster.PIDs()
+	for name, pid := range pids {
+		t.Logf("%s (pid %d) running: %v", name, pid, syscall.Kill(pid, 0) == nil)
+	}
+	t.Logf("components started again after the first start: %v (%v)", restarted, err)
 }
