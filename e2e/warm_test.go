@@ -145,6 +145,20 @@ func TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache(t *testing.T) {
 		}
 		return restarts
 	}
+	// settingsTaken checks that no slot's memcached restarts in place any
+	// more and that each one's stats settings match every pattern.
+	settingsTaken := func(ctx context.Context, g Gomega, k client.Client, patterns ...string) {
+		for _, name := range slots {
+			p := &corev1.Pod{}
+			g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+			g.Expect(p.Annotations).NotTo(HaveKey(desired.AnnotationRestartingFrom))
+			out, err := session{}.run(net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(desired.DefaultContainerPort))), "stats settings")
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, pattern := range patterns {
+				g.Expect(out).To(MatchRegexp(pattern), name)
+			}
+		}
+	}
 	f := features.New("an image change keeps the cache").WithLabel("needs", "containers").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			if provider != "local" {
@@ -257,15 +271,7 @@ func TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache(t *testing.T) {
 			m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key().Name}}
 			g.Expect(k.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"threads":2,"maxConnections":500}}`)))).To(Succeed())
 			g.Eventually(func(g Gomega) {
-				for _, name := range slots {
-					p := &corev1.Pod{}
-					g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
-					g.Expect(p.Annotations).NotTo(HaveKey(desired.AnnotationRestartingFrom))
-					out, err := session{}.run(net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(desired.DefaultContainerPort))), "stats settings")
-					g.Expect(err).NotTo(HaveOccurred())
-					g.Expect(out).To(MatchRegexp(`(?m)^STAT num_threads 2\r?$`), name)
-					g.Expect(out).To(MatchRegexp(`(?m)^STAT maxconns 500\r?$`), name)
-				}
+				settingsTaken(ctx, g, k, `(?m)^STAT num_threads 2\r?$`, `(?m)^STAT maxconns 500\r?$`)
 			}).WithTimeout(2 * timeout).WithPolling(poll).Should(Succeed())
 			converged(t, k, key(), 2)
 			g.Expect(restartCounts(ctx, g, k)).To(Equal(restarts), "the same container: memcached restarted in it")
@@ -363,14 +369,7 @@ func TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache(t *testing.T) {
 					strings.Contains(c.Message, "with memcached restarting empty: its memory limit changes") {
 					said = true
 				}
-				for _, name := range slots {
-					p := &corev1.Pod{}
-					g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
-					g.Expect(p.Annotations).NotTo(HaveKey(desired.AnnotationRestartingFrom))
-					out, err := session{}.run(net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(desired.DefaultContainerPort))), "stats settings")
-					g.Expect(err).NotTo(HaveOccurred())
-					g.Expect(out).To(MatchRegexp(`(?m)^STAT maxbytes 50331648\r?$`), name)
-				}
+				settingsTaken(ctx, g, k, `(?m)^STAT maxbytes 50331648\r?$`)
 			}).WithTimeout(2 * timeout).WithPolling(poll).Should(Succeed())
 			converged(t, k, key(), 2)
 			g.Expect(said).To(BeTrue(), "Progressing named the pods restarting empty")
