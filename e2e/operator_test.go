@@ -37,6 +37,9 @@ func runOperator(cfg *envconf.Config, extraArgs ...string) (*hostOperator, error
 		Binary:     os.Getenv("E2E_OPERATOR_BINARY"),
 		Kubeconfig: cfg.KubeconfigFile(),
 		Metrics:    true,
+		// A failed test can then say what the operator's goroutines were
+		// doing (describeOutage).
+		Pprof: true,
 		// Production's resync (every 10 hours): none within the suite, so
 		// what the operator does, it does from watch events and timed
 		// requeues alone.

@@ -4,7 +4,10 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -173,9 +176,44 @@ func keepClusterUp(ctx context.Context, t *testing.T, watch time.Duration) func(
 	}
 }
 
-// describeOutage logs what a failed outage test leaves to read: the pods
-// of ns and their phases, and which components of the cluster run.
+// describeOutage logs what a failed outage test leaves to read: the
+// Memcacheds of ns and their conditions, their pods and phases, which
+// components of the cluster run, the operator's work queue (a reconcile
+// that never returns, an item waiting) and where its goroutines are.
 func describeOutage(t *testing.T, cfg *envconf.Config, ns string, restarted []string) {
+	memcacheds := &cachev1alpha1.MemcachedList{}
+	if err := kube(t, cfg).List(context.Background(), memcacheds, client.InNamespace(ns)); err != nil {
+		t.Logf("listing the Memcacheds of %s: %v", ns, err)
+	}
+	for _, m := range memcacheds.Items {
+		t.Logf("memcached %s: generation %d, observed %d, %d ready", m.Name, m.Generation, m.Status.ObservedGeneration, m.Status.ReadyReplicas)
+		for _, c := range m.Status.Conditions {
+			t.Logf("  %s=%s %s (generation %d, %s): %s", c.Type, c.Status, c.Reason, c.ObservedGeneration, c.LastTransitionTime.Format(time.TimeOnly), c.Message)
+		}
+	}
+	sets := &appsv1.StatefulSetList{}
+	if err := kube(t, cfg).List(context.Background(), sets, client.InNamespace(ns)); err != nil {
+		t.Logf("listing the StatefulSets of %s: %v", ns, err)
+	}
+	for _, d := range sets.Items {
+		t.Logf("statefulset %s: generation %d, observed %d, replicas %d/%d/%d/%d (spec/updated/ready/available)", d.Name, d.Generation,
+			d.Status.ObservedGeneration, ptr.Deref(d.Spec.Replicas, 1), d.Status.UpdatedReplicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas)
+	}
+	err := operator.Scrape(func(name, labels string, v float64) {
+		switch name {
+		case "workqueue_depth", "workqueue_unfinished_work_seconds", "workqueue_longest_running_processor_seconds",
+			"controller_runtime_active_workers", "controller_runtime_reconcile_total", "controller_runtime_reconcile_errors_total":
+			t.Logf("operator metric %s%s %v", name, labels, v)
+		}
+	})
+	if err != nil {
+		t.Logf("reading the operator's metrics: %v", err)
+	}
+	if dump, err := goroutines(operator.PprofAddr); err != nil {
+		t.Logf("reading the operator's goroutines: %v", err)
+	} else {
+		t.Logf("the operator's goroutines: %s", dump)
+	}
 	pods := &corev1.PodList{}
 	if err := kube(t, cfg).List(context.Background(), pods, client.InNamespace(ns)); err != nil {
 		t.Logf("listing the pods of %s: %v", ns, err)
@@ -192,4 +230,26 @@ func describeOutage(t *testing.T, cfg *envconf.Config, ns string, restarted []st
 		t.Logf("%s (pid %d) running: %v", name, pid, syscall.Kill(pid, 0) == nil)
 	}
 	t.Logf("components started again after the first start: %v (%v)", restarted, err)
+}
+
+// goroutines writes the goroutines of the operator serving pprof at addr
+// to a file, and says which.
+func goroutines(addr string) (string, error) {
+	if addr == "" {
+		return "", errors.New("the operator serves no pprof")
+	}
+	resp, err := http.Get("http://" + addr + "/debug/pprof/goroutine?debug=2")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	f, err := os.CreateTemp("", "memcached-operator-goroutines-*.txt")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		return "", err
+	}
+	return f.Name(), nil
 }
