@@ -41,6 +41,11 @@ export KUBEBUILDER_ASSETS := $(K8S_BIN)
 # tools modules under hack/tools name none newer than theirs, and build with
 # the installed Go, but for govulncheck, which must read go1.27 sources.
 export GOTOOLCHAIN := auto
+# Static binaries, and one build of each package: the operator's binary,
+# go vet, the tests and the programs under hack/ share the packages they
+# compile only when built with the same settings (cgo among them), so all of
+# them build without cgo (nothing here needs it).
+export CGO_ENABLED := 0
 GO_TEST_FLAGS ?=
 
 .DEFAULT_GOAL := help
@@ -200,7 +205,7 @@ node-packages: ## Install the Debian packages the real node needs (containerd, r
 	hack/install-node-packages.sh
 
 .PHONY: node-binaries
-node-binaries: ## Build the real node's kubelet, kube-proxy (v1.34, or KUBE_VERSION's) and CoreDNS into bin/k8s (cached).
+node-binaries: ## Build the real node's kubelet, kube-proxy (the control plane's version), CoreDNS and kube-router into bin/k8s (cached).
 	hack/build-cluster.sh node
 
 .PHONY: images
@@ -218,7 +223,7 @@ cluster-down: ## Delete the local cluster and stop its processes.
 
 .PHONY: build
 build: ## Build the operator binary into bin/manager.
-	CGO_ENABLED=0 go build -trimpath -o $(BIN_DIR)/manager ./cmd
+	go build -o $(BIN_DIR)/manager ./cmd
 
 .PHONY: run
 run: build k8s-binaries $(if $(filter 1,$(RUN_REAL_NODE)),real-node-prerequisites) ## Run the operator from source on $KUBECONFIG, or on the local cluster (created if needed; with a real node as root on Linux, REAL_NODE=0: fake nodes).

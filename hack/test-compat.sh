@@ -16,6 +16,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 CONTAINERS="${CONTAINERS:-1}"
+# As make builds and tests (the Makefile says why): the packages compiled
+# for make test serve here too.
+export CGO_ENABLED="${CGO_ENABLED:-0}"
 # shellcheck disable=SC2206 # GO_TEST_FLAGS is a list of flags
 flags=(${GO_TEST_FLAGS:-})
 versions=("$@")
