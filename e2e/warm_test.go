@@ -293,10 +293,10 @@ func TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache(t *testing.T) {
 			m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key().Name}}
 			g.Expect(k.Patch(ctx, m, client.RawPatch(types.MergePatchType,
 				[]byte(`{"spec":{"resources":{"requests":{"cpu":"50m","memory":"96Mi"}}}}`)))).To(Succeed())
-			// Requests only: the kubelet v1.34.4 of the real node (cgroup
-			// v1) refuses a memory limit where there was none ("cannot
-			// decrease memory limits: missing container memory usage"),
-			// and the operator then replaces the pod.
+			// Requests only: a kubelet on cgroup v1 (the real node's; seen
+			// on v1.34.4) may refuse a memory limit where there was none
+			// ("cannot decrease memory limits: missing container memory
+			// usage"), and the operator then replaces the pod.
 			want := corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("96Mi")},
 			}

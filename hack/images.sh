@@ -37,7 +37,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "${ROOT}/hack/versions.env"
 IMAGE_DIR="${IMAGE_DIR:-${ROOT}/bin/images}"
 STATE_DIR="${STATE_DIR:-${ROOT}/.local}"
-NODE_TOOLS="${ROOT}/hack/tools/node"
+KUBE_TOOLS="${ROOT}/hack/tools/kubernetes"
 STANDIN_LABEL="memcached-operator.stand-in=true"
 export DOCKER_BUILDKIT=0
 
@@ -113,7 +113,7 @@ need_host_file() {
 
 pause() {
   local name="${PAUSE_IMAGE}" src
-  src="$(cd "${NODE_TOOLS}" && go mod download k8s.io/kubernetes && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c"
+  src="$(cd "${KUBE_TOOLS}" && go mod download k8s.io/kubernetes && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c"
   local h
   h="$(hash_of "${src}" <(gcc --version))"
   current "${name}" "${h}" && { echo "up to date: ${name}"; return; }

@@ -9,7 +9,7 @@
 # bin/k8s. Its real node runs a kubelet of the same version: a kubelet may
 # not be newer than its apiserver.
 #
-# Sets KUBE_VERSION, KUBE_MINOR, NODE_VERSION, NODE_MINOR, KUBE_TOOLS_DIR
+# Sets KUBE_VERSION, KUBE_MINOR, KUBE_TOOLS_DIR
 # (the tools module's folder under hack/tools), KUBE_BIN_DIR, SHARED_BIN_DIR,
 # DEFAULT_KUBE_VERSION and DEFAULT_KUBE_MINOR.
 _requested_kube_version="${KUBE_VERSION:-}"
@@ -32,8 +32,6 @@ else
   esac
   KUBE_VERSION="${_requested_kube_version}"
   KUBE_MINOR="$(cut -d. -f2 <<<"${KUBE_VERSION}")"
-  NODE_VERSION="${KUBE_VERSION}"
-  NODE_MINOR="${KUBE_MINOR}"
   KUBE_TOOLS_DIR="kubernetes-v1.${KUBE_MINOR}"
   KUBE_BIN_DIR="${SHARED_BIN_DIR}/${KUBE_VERSION}"
 fi

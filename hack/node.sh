@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a real node in a local cluster: containerd with its CRI plugin, runc and
 # the CNI bridge plugin from Debian's packages, a kubelet and kube-proxy
-# (iptables mode) v1.34, CoreDNS, and kube-router's firewall (which enforces
+# (iptables mode) of the control plane's version, CoreDNS, and kube-router's firewall (which enforces
 # NetworkPolicies with iptables and ipset) built by `hack/build-cluster.sh
 # node`, all as host processes. Its pods run real containers from the images of
 # hack/images.sh (no registry: images are imported, never pulled).
@@ -194,7 +194,9 @@ EOF
   cat > "${NODE_DIR}/kubelet/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-# cgroup v1 and containerd 1.x: v1.34 still runs there when told to.
+# cgroup v1: kubelets from v1.35 refuse it unless told not to. containerd
+# 1.x does not say which cgroup driver it uses (the CRI's RuntimeConfig):
+# the kubelet then takes this one, and says so in its log.
 failCgroupV1: false
 cgroupDriver: cgroupfs
 containerRuntimeEndpoint: unix://${sock}

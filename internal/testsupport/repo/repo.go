@@ -101,14 +101,11 @@ func KubeBinDir() string {
 	return Path("bin", "k8s")
 }
 
-// NodeVersion is the Kubernetes version of the real node's kubelet: that
-// of another KubeVersion (a kubelet may not be newer than its apiserver),
-// else versions.env's NODE_VERSION.
+// NodeVersion is the Kubernetes version of the real node's kubelet: every
+// version's real node runs a kubelet of its control plane's version, built
+// from the same module (hack/build-cluster.sh).
 func NodeVersion() string {
-	if v := KubeVersion(); v != Version("KUBE_VERSION") {
-		return v
-	}
-	return Version("NODE_VERSION")
+	return KubeVersion()
 }
 
 // KubeMinor is the minor version of KubeVersion: 30 for v1.30.14.
