@@ -5,15 +5,18 @@ package memcached_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/memcached-operator/internal/testsupport/testenv"
 	"github.com/example/memcached-operator/pkg/controller/memcached"
+	"github.com/example/memcached-operator/pkg/owned"
 )
 
 // The operator's JSON patches of pods test what the store held: the
@@ -47,4 +50,41 @@ func TestAFailedPatchTestIsToldFromOtherRefusals(t *testing.T) {
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(memcached.FailedTest(err)).To(BeFalse(), "%v", err)
 	g.Expect(memcached.FailedTest(nil)).To(BeFalse())
+}
+
+// A pod's patch let go for a failed test is looked at again soon, not
+// only on the pod's next event, which may never come (the pod does not
+// change again, or the event was missed); a patch applied changes nothing
+// of when the rollout looks again.
+func TestAPodPatchLetGoIsLookedAtAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := testenv.Namespace(t, k8s)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slot-0", Labels: map[string]string{"controller-revision-hash": "r2"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "memcached:1.6"}}},
+	}
+	g.Expect(k8s.Create(ctx, pod)).To(Succeed())
+	p := &owned.Pod{}
+	p.Name, p.Namespace, p.UID = pod.Name, pod.Namespace, pod.UID
+	relabel := func(from, to string) []map[string]any {
+		return []map[string]any{
+			{"op": "test", "path": "/metadata/labels/controller-revision-hash", "value": from},
+			{"op": "replace", "path": "/metadata/labels/controller-revision-hash", "value": to},
+		}
+	}
+
+	// As the store held it before a patch it has not seen yet.
+	sent, result, err := memcached.PatchPodAndLookAgain(ctx, k8s, p, relabel("r1", "r3"), ctrl.Result{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sent).To(BeFalse())
+	g.Expect(result.RequeueAfter).To(BeNumerically(">", 0), "a patch let go is looked at again")
+	sent, result, err = memcached.PatchPodAndLookAgain(ctx, k8s, p, relabel("r1", "r3"), ctrl.Result{RequeueAfter: time.Hour})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(result.RequeueAfter).To(BeNumerically("<", time.Hour), "sooner than the phase would")
+
+	sent, result, err = memcached.PatchPodAndLookAgain(ctx, k8s, p, relabel("r2", "r3"), ctrl.Result{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sent).To(BeTrue())
+	g.Expect(result).To(Equal(ctrl.Result{}), "nothing let go: the pod's event is the next news")
 }

@@ -168,7 +168,7 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 		}
 	}
 	if len(notReadyOutdated) > 0 || len(outdated) == 0 {
-		return result, nil
+		return s.lookAgainIfLetGo(result), nil
 	}
 	if waiting != "" || int32(len(slots)) < replicas {
 		// The pods' next news is an event (or the log of a restart for
@@ -180,7 +180,20 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 		j, _ := ordinal(b.Name, s.m.Name)
 		return int(i - j)
 	})
-	return ctrl.Result{}, s.bringToTemplate(ctx, last, st.UpdateRevision, want)
+	err := s.bringToTemplate(ctx, last, st.UpdateRevision, want)
+	return s.lookAgainIfLetGo(ctrl.Result{}), err
+}
+
+// lookAgainIfLetGo is result, or a look again after settingsPoll when a
+// pod's patch was let go because its test failed: the pod's next event
+// would bring the store up to date, but a patch let go is not to depend on
+// one coming (none does when the pod does not change again, or when the
+// event was missed).
+func (s *scope) lookAgainIfLetGo(result ctrl.Result) ctrl.Result {
+	if !s.podPatchLetGo {
+		return result
+	}
+	return sooner(result, ctrl.Result{RequeueAfter: settingsPoll})
 }
 
 // rollingNote says, for the status, how the pods still to change take
@@ -714,6 +727,7 @@ func (s *scope) patchPod(ctx context.Context, p *owned.Pod, ops []map[string]any
 		return false, nil // replaced meanwhile: its successor is the template's
 	case failedTest(err):
 		ctrl.LoggerFrom(ctx).V(1).Info("Not patching a pod the store holds an older version of", "pod", p.Name)
+		s.podPatchLetGo = true
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("patching pod %s: %w", p.Name, err)

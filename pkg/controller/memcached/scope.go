@@ -67,6 +67,10 @@ type scope struct {
 	// when it held it as it is): the rollout's phase brings the pods to
 	// its template.
 	desiredSet *appsv1ac.StatefulSetApplyConfiguration
+	// podPatchLetGo: a patch of a pod failed its test (the store held an
+	// older version of it), and the rollout looks again soon rather than
+	// only on the pod's next event.
+	podPatchLetGo bool
 }
 
 func newScope(r *Reconciler, m *cachev1alpha1.Memcached) *scope {
