@@ -81,6 +81,7 @@ func TestAPodPatchLetGoIsLookedAtAgain(t *testing.T) {
 	g.Expect(result.RequeueAfter).To(BeNumerically(">", 0), "a patch let go is looked at again")
 	sent, result, err = memcached.PatchPodAndLookAgain(ctx, k8s, p, relabel("r1", "r3"), ctrl.Result{RequeueAfter: time.Hour})
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sent).To(BeFalse())
 	g.Expect(result.RequeueAfter).To(BeNumerically("<", time.Hour), "sooner than the phase would")
 
 	sent, result, err = memcached.PatchPodAndLookAgain(ctx, k8s, p, relabel("r2", "r3"), ctrl.Result{})
