@@ -18,15 +18,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	policyv1client "k8s.io/client-go/kubernetes/typed/policy/v1"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/memcached-operator/pkg/reconnect"
 )
 
 // Store watches the StatefulSets, Deployments, Services, PodDisruptionBudgets,
@@ -106,7 +108,7 @@ func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector, 
 				return nil, err
 			}
 			s.add(s.informers, k.kind, ns, inf)
-			others := metadatainformer.NewFilteredMetadataInformer(meta, k.gvr, ns, 0, toolscache.Indexers{}, withSelector(others)).Informer()
+			others := reconnect.NewSharedIndexInformer(metadataListWatch(meta, k.gvr, ns, withSelector(others)), &metav1.PartialObjectMetadata{}, 0, toolscache.Indexers{})
 			// Before the informer starts, so it holds nothing but names.
 			_ = others.SetTransform(trimOther)
 			s.add(s.others, k.kind, ns, others)
@@ -172,10 +174,27 @@ func withSelector(sel labels.Selector) func(*metav1.ListOptions) {
 	return func(o *metav1.ListOptions) { o.LabelSelector = sel.String() }
 }
 
+// metadataListWatch lists and watches the metadata of gvr's objects in
+// namespace, as client-go's metadata informers do.
+func metadataListWatch(meta metadata.Interface, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) toolscache.ListerWatcher {
+	objects := meta.Resource(gvr).Namespace(namespace)
+	return toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			tweak(&o)
+			return objects.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			tweak(&o)
+			return objects.Watch(ctx, o)
+		},
+	}, meta)
+}
+
 // newInformer is an informer of lw's objects, each replaced by what
-// transform makes of it before the informer holds it.
-func newInformer(lw *toolscache.ListWatch, example runtime.Object, description string, resync time.Duration, transform toolscache.TransformFunc) toolscache.SharedIndexInformer {
-	inf := toolscache.NewSharedIndexInformerWithOptions(lw, example, toolscache.SharedIndexInformerOptions{
+// transform makes of it before the informer holds it. It resumes within
+// seconds of an outage of the apiserver (package reconnect).
+func newInformer(lw toolscache.ListerWatcher, example runtime.Object, description string, resync time.Duration, transform toolscache.TransformFunc) toolscache.SharedIndexInformer {
+	inf := toolscache.NewSharedIndexInformerWithOptions(reconnect.ListWatch(lw), example, toolscache.SharedIndexInformerOptions{
 		ObjectDescription: description,
 		ResyncPeriod:      resync,
 	})

@@ -13,6 +13,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/example/memcached-operator/pkg/reconnect"
 )
 
 // byController indexes pod summaries by the UID of the StatefulSet that
@@ -24,7 +26,7 @@ const byController = "controller"
 // own objects bring the periodic look.
 func newPodInformer(core rest.Interface, ns string, selector labels.Selector) toolscache.SharedIndexInformer {
 	lw := toolscache.NewFilteredListWatchFromClient(core, "pods", ns, withSelector(selector))
-	inf := toolscache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, toolscache.SharedIndexInformerOptions{
+	inf := toolscache.NewSharedIndexInformerWithOptions(reconnect.ListWatch(lw), &corev1.Pod{}, toolscache.SharedIndexInformerOptions{
 		ObjectDescription: "Pod summaries",
 		Indexers: toolscache.Indexers{
 			toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/example/memcached-operator/pkg/reconnect"
 )
 
 // Watcher follows the Secrets that Memcacheds name. Each Secret has a watch
@@ -168,7 +170,7 @@ func (w *Watcher) newWatch(key types.NamespacedName) *watched {
 			return secrets.Watch(ctx, o)
 		},
 	}
-	inf := cache.NewSharedIndexInformer(lw, &corev1.Secret{}, 0, cache.Indexers{})
+	inf := reconnect.NewSharedIndexInformer(lw, &corev1.Secret{}, 0, cache.Indexers{})
 	s := &watched{informer: inf, users: map[types.NamespacedName]bool{}}
 	// The data goes no further than this.
 	_ = inf.SetTransform(func(obj any) (any, error) {

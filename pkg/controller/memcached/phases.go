@@ -19,6 +19,7 @@ import (
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/move"
 	"github.com/example/memcached-operator/pkg/owned"
+	"github.com/example/memcached-operator/pkg/reconnect"
 	"github.com/example/memcached-operator/pkg/status"
 )
 
@@ -90,13 +91,27 @@ func (s *scope) reconcile(ctx context.Context) (ctrl.Result, error) {
 		errs = append(errs, fmt.Errorf("status phase: %w", err))
 	}
 	result = sooner(result, res)
+	return reconcileResult(ctx, result, errs)
+}
 
+// reconcileResult is what a reconcile that asked to look again at result and
+// failed with errs returns to controller-runtime. A failure is retried
+// with the controller's backoff, which doubles up to minutes; one that
+// only a spec change can fix is terminal; and while the apiserver cannot
+// be reached at all, the reconcile looks again every reconnect.MaxDelay,
+// as the informers do, so its changes are applied within seconds of the
+// apiserver's return rather than after a backoff that grew all through
+// the outage.
+func reconcileResult(ctx context.Context, result ctrl.Result, errs []error) (ctrl.Result, error) {
 	switch {
 	case len(errs) == 0:
 		return result, nil
 	case allRefused(errs):
 		// Only a spec change can fix it, and a spec change is an event.
 		return ctrl.Result{}, reconcile.TerminalError(errors.Join(errs...))
+	case allUnreachable(errs):
+		ctrl.LoggerFrom(ctx).Info("Cannot reach the apiserver; looking again soon", "after", reconnect.MaxDelay, "err", errors.Join(errs...))
+		return ctrl.Result{RequeueAfter: reconnect.MaxDelay}, nil
 	}
 	return ctrl.Result{}, errors.Join(errs...)
 }
@@ -121,6 +136,15 @@ func (e *refusedError) Unwrap() error { return e.err }
 func allRefused(errs []error) bool {
 	for _, err := range errs {
 		if refused := (*refusedError)(nil); !errors.As(err, &refused) {
+			return false
+		}
+	}
+	return true
+}
+
+func allUnreachable(errs []error) bool {
+	for _, err := range errs {
+		if !reconnect.Unreachable(err) {
 			return false
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
+	"github.com/example/memcached-operator/pkg/reconnect"
 	"github.com/example/memcached-operator/pkg/secrets"
 )
 
@@ -136,6 +137,9 @@ func CacheOptions(base cache.Options, namespaces []string) cache.Options {
 	// the cache ask the apiserver's discovery at construction whether
 	// Memcacheds are namespaced, which fails while the CRD is new.
 	base.DefaultTransform = owned.KeepStatusManagerEntry
+	// Informers that resume within seconds of an apiserver outage, not a
+	// minute (package reconnect).
+	base.NewInformer = reconnect.NewSharedIndexInformer
 	if len(namespaces) > 0 {
 		base.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range namespaces {
