@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/testsupport/endpoint"
 	"github.com/example/memcached-operator/pkg/desired"
 )
 
@@ -67,12 +68,7 @@ func TestMaxItemSizeRulesMatchMemcached(t *testing.T) {
 // connection; it returns which, and what memcached printed.
 func memcachedStarts(t *testing.T, bin string, args []string) (bool, string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
+	addr := endpoint.Free(t)
 	_, port, _ := net.SplitHostPort(addr)
 	args = append(args, "--listen=127.0.0.1", "--port="+port, "--udp-port=0")
 	if os.Geteuid() == 0 {

@@ -19,18 +19,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/example/memcached-operator/internal/testsupport/endpoint"
 )
 
 // refused is what a request to an address nothing listens on fails with.
 func refused(t *testing.T) error {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	_, err = http.Get("http://" + addr + "/api")
+	_, err := http.Get("http://" + endpoint.Free(t) + "/api")
 	if err == nil {
 		t.Fatal("a request to a closed port succeeded")
 	}

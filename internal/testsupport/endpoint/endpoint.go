@@ -30,3 +30,17 @@ func Serve(t testing.TB, host string, c discovery.Config) string {
 	})
 	return ln.Addr().String()
 }
+
+// Free returns an address of the loopback that nothing listens on: a port
+// just freed, for a server a test starts there or a request that must
+// find no one.
+func Free(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -15,19 +14,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/example/memcached-operator/internal/testsupport/endpoint"
 	"github.com/example/memcached-operator/pkg/reconnect"
 )
 
 // refusedConnection is what a request fails with when nothing listens.
 func refusedConnection(t *testing.T) error {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	_, err = http.Get("http://" + addr + "/apis/apps/v1/statefulsets")
+	_, err := http.Get("http://" + endpoint.Free(t) + "/apis/apps/v1/statefulsets")
 	if err == nil {
 		t.Fatal("a request to a closed port succeeded")
 	}
