@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -28,7 +27,6 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/internal/testsupport/repo"
 )
 
 // The apiserver dies and stays away for 30 s (etcd keeps the data) right after specs
@@ -152,14 +150,7 @@ func servingAgain(ctx context.Context, t *testing.T, cfg *envconf.Config) time.T
 // function it returns says (it stops the watch).
 func keepClusterUp(ctx context.Context, t *testing.T, watch time.Duration) func() []string {
 	t.Helper()
-	start := func() error {
-		cmd := exec.CommandContext(ctx, repo.Path("bin", "k8s", "kwokctl"), "start", "cluster", "--name", localCluster.Name)
-		cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+localCluster.KwokWorkdir())
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%w: %s", err, out)
-		}
-		return nil
-	}
+	start := func() error { return localCluster.StartStopped(ctx) }
 	NewWithT(t).Expect(start()).To(Succeed())
 	ctx, stop := context.WithTimeout(ctx, watch)
 	var again []string

@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"slices"
 	"sync"
 	"syscall"
@@ -23,7 +21,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/example/memcached-operator/internal/testsupport/localcluster"
-	"github.com/example/memcached-operator/internal/testsupport/repo"
 	"github.com/example/memcached-operator/pkg/reconnect"
 )
 
@@ -70,10 +67,7 @@ func TestInformersResumeWithinSecondsOfAnOutage(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(syscall.Kill(pids["kube-apiserver"], syscall.SIGKILL)).To(Succeed())
 	time.Sleep(outage)
-	start := exec.CommandContext(ctx, repo.Path("bin", "k8s", "kwokctl"), "start", "cluster", "--name", c.Name)
-	start.Env = append(os.Environ(), "KWOK_WORKDIR="+c.KwokWorkdir())
-	out, err := start.CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	g.Expect(c.StartStopped(ctx)).To(Succeed())
 
 	hc, err := rest.HTTPClientFor(cfg)
 	g.Expect(err).NotTo(HaveOccurred())

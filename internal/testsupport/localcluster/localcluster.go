@@ -129,6 +129,17 @@ func (c *Cluster) PIDs() (map[string]int, error) {
 	return pids, nil
 }
 
+// StartStopped starts the cluster's components that are not running, as
+// kwokctl starts a stopped cluster: a test that killed one brings it back.
+func (c *Cluster) StartStopped(ctx context.Context) error {
+	cmd := exec.CommandContext(ctx, repo.Path("bin", "k8s", "kwokctl"), "start", "cluster", "--name", c.Name)
+	cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+c.KwokWorkdir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("kwokctl start cluster: %w: %s", err, out)
+	}
+	return nil
+}
+
 // ServiceAccountKubeconfig is a kubeconfig that authenticates as the
 // ServiceAccount sa of namespace ns, with a token from the TokenRequest API.
 func (c *Cluster) ServiceAccountKubeconfig(ctx context.Context, ns, sa string) ([]byte, error) {
