@@ -99,9 +99,7 @@ verify: generate manifests chart bundle ## Regenerate everything and fail on any
 .PHONY: test
 test: k8s-binaries build helm clients $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run all tests: unit, integration (real kube-apiserver, local cluster) and end-to-end (with a real node).
 	$(MAKE) --no-print-directory vulncheck
-	go test -tags integration $(GO_TEST_FLAGS) ./...
-	go test -tags e2e -timeout 30m $(GO_TEST_FLAGS) ./e2e/...
-	$(MAKE) --no-print-directory bench-check
+	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" hack/test.sh
 	$(if $(filter 0,$(E2E_REAL_NODE)),,$(MAKE) --no-print-directory bench-cache-check)
 
 # The memcached clients no one here wrote that the tests run against the

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# make test's suites, in two lanes: the end-to-end suite in front, and
+# beside it, at a lower CPU priority, the unit and integration suites and
+# then bench-check. The end-to-end suite mostly waits (on the real node, on
+# the apiserver), and the others take what it leaves: run one after the
+# other they took about 400 s more. Their output is printed when both lanes
+# have ended, the end-to-end suite's first (as it runs); the script fails
+# when either lane failed.
+#
+#   GO_TEST_FLAGS="-v -count=1" hack/test.sh
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+read -r -a flags <<<"${GO_TEST_FLAGS:-}"
+beside_log="$(mktemp /tmp/memcached-operator-beside.XXXXXX)"
+e2e_binary="$(mktemp /tmp/memcached-operator-e2e.XXXXXX)"
+
+# The end-to-end suite's test binary first, alone: the packages both lanes
+# need compile once, not once in each.
+go test -tags e2e -c -o "${e2e_binary}" ./e2e
+rm -f "${e2e_binary}"
+
+# setsid: the lane leads a process group of its own, so that an interrupted
+# or failed run stops it whole (its clusters' processes too).
+setsid nice -n 10 bash -c '
+  go test -tags integration "$@" ./... &&
+    make --no-print-directory bench-check
+' lane "${flags[@]}" >"${beside_log}" 2>&1 &
+beside=$!
+trap 'kill -- "-${beside}" 2>/dev/null || true; rm -f "${beside_log}"' EXIT
+
+e2e=0
+go test -tags e2e -timeout 30m "${flags[@]}" ./e2e/... || e2e=$?
+others=0
+wait "${beside}" || others=$?
+echo "--- the unit and integration suites, then bench-check, run beside the end-to-end suite:"
+cat "${beside_log}"
+if ((e2e != 0)); then
+  echo "the end-to-end suite failed" >&2
+fi
+if ((others != 0)); then
+  echo "the unit or integration suites or bench-check failed" >&2
+fi
+((e2e == 0 && others == 0))
