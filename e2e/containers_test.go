@@ -570,7 +570,7 @@ func hostOperatorStandsAside(t *testing.T, cfg *envconf.Config, remove func()) {
 }
 
 // The operator itself runs as a pod, installed from manifests/default with
-// the image built from the Dockerfile: in-cluster configuration, its
+// the image of the Dockerfile's last stage: in-cluster configuration, its
 // ServiceAccount and RBAC, leader election, probes; its metrics answer over
 // HTTPS to an authorized token and refuse a request without one. The host
 // operator stands aside meanwhile.

@@ -201,7 +201,7 @@ func buildAndLoadImage(cluster string) env.Func {
 }
 
 // deployOperator installs manifests/default with the e2e image (on the local
-// cluster: the one hack/images.sh built from the Dockerfile, placed on the
+// cluster: the one hack/images.sh built from the Dockerfile's last stage, on the
 // real node) and waits for the manager.
 func deployOperator(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 	// An overlay of manifests/default: the image, and on the local cluster
