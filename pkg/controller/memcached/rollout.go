@@ -277,7 +277,7 @@ func (s *scope) bringToTemplate(ctx context.Context, p *owned.Pod, revision stri
 	sent, err := s.patchPod(ctx, p, step.ops)
 	if sent {
 		ctrl.LoggerFrom(ctx).Info("Restarting memcached in place", "pod", p.Name, "revision", revision, "with", step.with)
-		s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventRestartingInPlace, "Restart",
+		s.podEvent(p, corev1.EventTypeNormal, eventRestartingInPlace, "Restart",
 			"Pod %s: memcached restarts in place %s, saving its cache to restore it", p.Name, step.with)
 	}
 	return err
@@ -422,7 +422,7 @@ func (s *scope) resizePod(ctx context.Context, p *owned.Pod, st step) (string, e
 	switch {
 	case err == nil:
 		ctrl.LoggerFrom(ctx).Info("Resizing memcached's container in place", "pod", p.Name)
-		s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventResizingInPlace, "Resize",
+		s.podEvent(p, corev1.EventTypeNormal, eventResizingInPlace, "Resize",
 			"Pod %s: memcached's container is resized in place, with no restart", p.Name)
 		return "", nil
 	case apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err) || apierrors.IsBadRequest(err):
@@ -515,7 +515,7 @@ func (s *scope) replacePod(ctx context.Context, p *owned.Pod, why string) error 
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting pod %s: %w", p.Name, err)
 	}
-	s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventReplacingPod, "Replace",
+	s.podEvent(p, corev1.EventTypeNormal, eventReplacingPod, "Replace",
 		"Pod %s is replaced: %s; its cache starts empty", p.Name, why)
 	return nil
 }
@@ -623,10 +623,10 @@ func (s *scope) endRestart(ctx context.Context, p *owned.Pod, said restartWord, 
 	switch {
 	case !sent:
 	case said.restored:
-		s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventRestartedWarm, "Restart",
+		s.podEvent(p, corev1.EventTypeNormal, eventRestartedWarm, "Restart",
 			"Pod %s restarted memcached in place %s: %s", p.Name, with, said)
 	default:
-		s.Recorder.Eventf(s.m, nil, corev1.EventTypeWarning, eventRestartedEmpty, "Restart",
+		s.podEvent(p, corev1.EventTypeWarning, eventRestartedEmpty, "Restart",
 			"Pod %s restarted memcached in place %s, and its cache is empty: %s", p.Name, with, said)
 	}
 	return err

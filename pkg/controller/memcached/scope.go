@@ -212,6 +212,20 @@ func (r boundedNotes) Eventf(regarding, related runtime.Object, eventtype, reaso
 	r.EventRecorder.Eventf(regarding, related, eventtype, reason, action, "%s", eventNote(fmt.Sprintf(note, args...)))
 }
 
+// podEvent records an event about one of the Memcached's pods, related to
+// that pod. The recorder counts events alike in all but their note (the same
+// reason and action, regarding the same version of the Memcached) as one
+// series, written as one Event with the first one's note: without the pod,
+// two slots resized within one version of the Memcached would be told as
+// one slot's, twice.
+func (s *scope) podEvent(p *owned.Pod, eventtype, reason, action, note string, args ...any) {
+	pod := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
+	}
+	s.Recorder.Eventf(s.m, pod, eventtype, reason, action, note, args...)
+}
+
 // maxEventNote is the longest note the events API accepts, in bytes.
 const maxEventNote = 1024
 
