@@ -342,7 +342,7 @@ func (s *scope) restartFor(current *owned.Summary, digests desired.SecretDigests
 			continue
 		}
 		digests.RestartedFor = digests.Combined()
-		s.podEvent(p, corev1.EventTypeWarning, eventReloadFailed, "Restart",
+		s.Recorder.Eventf(s.m, nil, corev1.EventTypeWarning, eventReloadFailed, "Restart",
 			"Pod %s could not load the new Secret content in place (%s); restarting the pods one at a time to mount it", p.Name, p.ReloadFailed)
 		break
 	}
