@@ -555,10 +555,22 @@ func TestAFailedReloadRestartsThePods(t *testing.T) {
 				g.Expect(podStarts(ctx, t, c, key())).To(Equal(pods), "no pod restarted again")
 			}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
 			events(t, cfg, key(), cachev1alpha1.ReasonReloadFailed)
+			emittedOnce(t, cfg, key(), cachev1alpha1.ReasonReloadFailed)
 			return ctx
 		}).
 		Feature()
 	testenv.Test(t, f)
+}
+
+// emittedOnce checks that the one event on the Memcached key with reason
+// was emitted once: the events recorder writes a second emission that
+// differs only in its note into the same Event, as a series.
+func emittedOnce(t *testing.T, cfg *envconf.Config, key client.ObjectKey, reason string) {
+	t.Helper()
+	g := NewWithT(t)
+	found := eventsOf(g, t, cfg, key, reason)
+	g.Expect(found).To(HaveLen(1))
+	g.Expect(found[0].Series).To(BeNil(), "emitted once, not as a series")
 }
 
 // A CA taken out of ca.crt is no longer trusted: memcached's refresh_certs
@@ -605,6 +617,7 @@ func TestARemovedCAIsNoLongerTrusted(t *testing.T) {
 
 			events(t, cfg, key(), cachev1alpha1.ReasonReloadFailed)
 			reloadFailedSays(ctx, t, c, ns, "ca.crt no longer holds CN="+key().Name+"-ca")
+			emittedOnce(t, cfg, key(), cachev1alpha1.ReasonReloadFailed)
 			g.Eventually(func(g Gomega) {
 				addrs := replacedAddresses(ctx, g, t, c, key(), size, before)
 				g.Expect(addrs).To(HaveLen(size))

@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -71,6 +72,20 @@ type applied struct {
 	at   time.Time
 }
 
+// shownBy reports whether the watch's version rv of the object is the
+// apply's answer or later. Resource versions compare as numbers
+// (apimachinery's resourceversion): a version between the one the apply
+// changed and its answer (another's write, such as the status the
+// StatefulSet controller writes, landing while the apply was sent) is not
+// the apply. Where they do not compare, any version but the one the apply
+// changed counts as later.
+func (a applied) shownBy(rv string) bool {
+	if c, err := resourceversion.CompareResourceVersion(rv, a.summary.ResourceVersion); err == nil {
+		return c >= 0
+	}
+	return rv != a.over
+}
+
 type appliedKey struct {
 	kind Kind
 	key  types.NamespacedName
@@ -111,7 +126,7 @@ func (s *Store) RememberApplied(over, answer *Summary, digest Digest) {
 		// version the watch still shows is the one before that.
 		rec.over = prev.over
 	}
-	if cur, found, _ := lookup[*Summary](s.informers, key.kind, key.key); found && cur.ResourceVersion != rec.over {
+	if cur, found, _ := lookup[*Summary](s.informers, key.kind, key.key); found && rec.shownBy(cur.ResourceVersion) {
 		// The watch showed it already (the informer holds an object
 		// before its handlers hear of it).
 		return
@@ -125,7 +140,7 @@ func (s *Store) RememberApplied(over, answer *Summary, digest Digest) {
 }
 
 // seen forgets what RememberApplied recorded of an object once the store's
-// watch shows it otherwise than it was before the apply: from then on the
+// watch shows the apply or a later version: from then on the
 // watch alone tells what it is, and a later change or a deletion is not
 // hidden by the record.
 func (s *Store) seen(obj any) {
@@ -136,14 +151,14 @@ func (s *Store) seen(obj any) {
 	key := appliedKey{sum.Kind(), types.NamespacedName{Namespace: sum.Namespace, Name: sum.Name}}
 	s.appliedMu.Lock()
 	defer s.appliedMu.Unlock()
-	if rec, ok := s.applied[key]; ok && rec.over != sum.ResourceVersion {
+	if rec, ok := s.applied[key]; ok && rec.shownBy(sum.ResourceVersion) {
 		delete(s.applied, key)
 	}
 }
 
 // unseen returns the summary RememberApplied recorded of the object of
-// kind k with that key while the store's watch shows it as it was before
-// the apply (cur; nil when the watch has not shown it at all).
+// kind k with that key while the store's watch has not shown the apply
+// (cur; nil when the watch has not shown the object at all).
 func (s *Store) unseen(k Kind, key types.NamespacedName, cur *Summary) (*Summary, bool) {
 	s.appliedMu.Lock()
 	defer s.appliedMu.Unlock()
@@ -154,7 +169,7 @@ func (s *Store) unseen(k Kind, key types.NamespacedName, cur *Summary) (*Summary
 	case time.Since(rec.at) > appliedMemory:
 		delete(s.applied, appliedKey{k, key})
 		return nil, false
-	case cur == nil && rec.over != "", cur != nil && cur.ResourceVersion != rec.over:
+	case cur == nil && rec.over != "", cur != nil && rec.shownBy(cur.ResourceVersion):
 		return nil, false
 	}
 	return rec.summary, true

@@ -100,3 +100,30 @@ func TestAnApplyTheWatchShowedFirstIsNotRecorded(t *testing.T) {
 	g.Expect(watch.Update(deploymentAt("7", Digest{Values: 3}))).To(Succeed())
 	g.Expect(*getDeployment(g, s).Digest).To(Equal(Digest{Values: 3}))
 }
+
+// Another's write that lands between the store's read and the apply (the
+// status the StatefulSet controller writes while the pods' readiness
+// changes) is not the apply: the watch shows it first, and Get still has
+// the apply's answer until the watch shows that, resyncs notwithstanding.
+func TestAWriteOfAnotherBeforeTheApplyDoesNotHideIt(t *testing.T) {
+	g := NewWithT(t)
+	s, watch := storeWithoutWatch()
+	before, applied := Digest{Values: 1}, Digest{Values: 2}
+	g.Expect(watch.Add(deploymentAt("5", before))).To(Succeed())
+	s.seen(deploymentAt("5", before))
+	over := getDeployment(g, s)
+
+	g.Expect(watch.Update(deploymentAt("6", before))).To(Succeed())
+	s.seen(deploymentAt("6", before))
+	s.RememberApplied(over, deploymentAt("7", Digest{}), applied)
+	g.Expect(getDeployment(g, s).ResourceVersion).To(Equal("7"))
+	g.Expect(*getDeployment(g, s).Digest).To(Equal(applied), "the apply, not the write before it")
+	s.seen(deploymentAt("6", before)) // a resync
+	g.Expect(*getDeployment(g, s).Digest).To(Equal(applied))
+
+	g.Expect(watch.Update(deploymentAt("7", applied))).To(Succeed())
+	s.seen(deploymentAt("7", applied))
+	g.Expect(s.applied).To(BeEmpty())
+	g.Expect(watch.Update(deploymentAt("8", before))).To(Succeed())
+	g.Expect(*getDeployment(g, s).Digest).To(Equal(before), "a later change is not hidden")
+}
