@@ -189,12 +189,20 @@ func runningMemcached(t *testing.T, cfg *envconf.Config, key client.ObjectKey, s
 // would find fewer pods (and its DNS cache keep that answer a while).
 func serviceAddress(t *testing.T, c client.Client, key client.ObjectKey) string {
 	t.Helper()
-	g := NewWithT(t)
 	m := &cachev1alpha1.Memcached{}
-	g.Expect(c.Get(context.Background(), key, m)).To(Succeed())
-	g.Expect(m.Status.Service).NotTo(BeNil(), "status.service")
+	NewWithT(t).Expect(c.Get(context.Background(), key, m)).To(Succeed())
+	NewWithT(t).Expect(m.Status.Service).NotTo(BeNil(), "status.service")
+	endpointsReady(t, c, key, *m.Spec.Size)
+	return m.Status.Service.Address
+}
+
+// endpointsReady waits until the Service of the Memcached key has size
+// ready addresses in its EndpointSlices: the cluster's DNS answers for the
+// Service and its slots' names from them.
+func endpointsReady(t *testing.T, c client.Client, key client.ObjectKey, size int32) {
+	t.Helper()
 	service := key.Name // the operator's Service has the Memcached's name
-	g.Eventually(func(g Gomega) {
+	NewWithT(t).Eventually(func(g Gomega) {
 		slices := &discoveryv1.EndpointSliceList{}
 		g.Expect(c.List(context.Background(), slices, client.InNamespace(key.Namespace),
 			client.MatchingLabels{discoveryv1.LabelServiceName: service})).To(Succeed())
@@ -204,9 +212,8 @@ func serviceAddress(t *testing.T, c client.Client, key client.ObjectKey) string 
 				ready[a] = true
 			}
 		}
-		g.Expect(ready).To(HaveLen(int(*m.Spec.Size)), "ready addresses of Service %s", service)
+		g.Expect(ready).To(HaveLen(int(size)), "ready addresses of Service %s", service)
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	return m.Status.Service.Address
 }
 
 // A client pod stores and reads back a value at the address in the status:

@@ -52,6 +52,10 @@ func TestAutoDiscoveryClientFollowsTheSlots(t *testing.T) {
 			}
 			ns = namespace(t, cfg, "found")
 			runningMemcached(t, cfg, key(), onRealNode(2))
+			// The slots' names resolve once the Service's EndpointSlices
+			// hold their pods, which may trail the StatefulSet's ready
+			// count: a client connecting before then finds no address.
+			endpointsReady(t, kube(t, cfg), key(), 2)
 			dnsServer = realNodeIP(t, kube(t, cfg))
 			// The client lives for the whole feature: each step below uses it.
 			m := &cachev1alpha1.Memcached{}
@@ -80,7 +84,8 @@ func TestAutoDiscoveryClientFollowsTheSlots(t *testing.T) {
 		Assess("the client finds both slots, stores and reads", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g := NewWithT(t)
 			c.Discovered(t, slotAddresses(ns, "found", 2), membershipWithin)
-			g.Expect(nodeclient.Count(c.Do(t, "set 500 first"), "errors")).To(BeZero())
+			set := c.Do(t, "set 500 first")
+			g.Expect(nodeclient.Count(set, "errors")).To(BeZero(), "%v", set)
 			g.Expect(nodeclient.Count(c.Do(t, "get 500 first"), "hits")).To(Equal(500))
 			for k, items := range itemsPerSlot(t, kube(t, cfg), key(), 2) {
 				g.Expect(items).To(BeNumerically(">", 100), "slot %d holds its share of the keys", k)
@@ -99,6 +104,7 @@ func TestAutoDiscoveryClientFollowsTheSlots(t *testing.T) {
 				g.Expect(p.UID).NotTo(Equal(old.UID))
 			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 			converged(t, k, key(), 2)
+			endpointsReady(t, k, key(), 2)
 			servesSlots(t, k, key(), 2)
 			// The client keys its ring on the slots' names: slot 0's keys
 			// still read, slot 1's are gone with its pod, none moved.
@@ -106,7 +112,8 @@ func TestAutoDiscoveryClientFollowsTheSlots(t *testing.T) {
 			t.Logf("after found-1 was replaced: %v (slot 0 held %d)", got, before[0])
 			g.Expect(nodeclient.Count(got, "hits")).To(Equal(before[0]), "slot 0's keys, all of them")
 			g.Expect(nodeclient.Count(got, "wrong")).To(BeZero())
-			g.Expect(nodeclient.Count(c.Do(t, "set 200 second"), "errors")).To(BeZero(), "the new pod serves under the same name")
+			set := c.Do(t, "set 200 second")
+			g.Expect(nodeclient.Count(set, "errors")).To(BeZero(), "the new pod serves under the same name: %v", set)
 			g.Expect(nodeclient.Count(c.Do(t, "get 200 second"), "hits")).To(Equal(200))
 			return ctx
 		}).
@@ -116,9 +123,11 @@ func TestAutoDiscoveryClientFollowsTheSlots(t *testing.T) {
 			g.Expect(k.Get(ctx, key(), m)).To(Succeed())
 			g.Expect(k.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":3}}`)))).To(Succeed())
 			converged(t, k, key(), 3)
+			endpointsReady(t, k, key(), 3)
 			c.Discovered(t, slotAddresses(ns, "found", 3), membershipWithin)
 			toldOfMembership(t, k, key())
-			g.Expect(nodeclient.Count(c.Do(t, "set 500 third"), "errors")).To(BeZero())
+			set := c.Do(t, "set 500 third")
+			g.Expect(nodeclient.Count(set, "errors")).To(BeZero(), "%v", set)
 			g.Expect(nodeclient.Count(c.Do(t, "get 500 third"), "hits")).To(Equal(500))
 			g.Expect(itemsPerSlot(t, k, key(), 3)[2]).To(BeNumerically(">", 50), "the new slot holds its share of the new keys")
 			return ctx
