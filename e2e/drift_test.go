@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,13 +49,16 @@ func TestDrift(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			_, err = kubectl(ctx, cfg, "", "label", "statefulset/cache", "-n", ns, "owner=alice")
 			g.Expect(err).NotTo(HaveOccurred())
-			_, err = kubectl(ctx, cfg, "", "patch", "statefulset/cache", "-n", ns, "--type=merge", "-p", `{"spec":{"revisionHistoryLimit":3}}`)
+			_, err = kubectl(ctx, cfg, "", "patch", "statefulset/cache", "-n", ns, "--type=merge", "-p", `{"spec":{"persistentVolumeClaimRetentionPolicy":{"whenDeleted":"Delete"}}}`)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Eventually(func(g Gomega) {
 				_, d := converged(t, kube(t, cfg), key(), 2)
 				g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(desired.DefaultImage))
 				g.Expect(d.Labels).To(HaveKeyWithValue("owner", "alice"))
-				g.Expect(*d.Spec.RevisionHistoryLimit).To(Equal(int32(3)))
+				// A setting a StatefulSet lets change on every version
+				// claimed (revisionHistoryLimit only from 1.31).
+				g.Expect(d.Spec.PersistentVolumeClaimRetentionPolicy).NotTo(BeNil())
+				g.Expect(d.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted).To(Equal(appsv1.DeletePersistentVolumeClaimRetentionPolicyType))
 			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 			return ctx
 		}).
