@@ -189,9 +189,10 @@ func runningMemcached(t *testing.T, cfg *envconf.Config, key client.ObjectKey, s
 // would find fewer pods (and its DNS cache keep that answer a while).
 func serviceAddress(t *testing.T, c client.Client, key client.ObjectKey) string {
 	t.Helper()
+	g := NewWithT(t)
 	m := &cachev1alpha1.Memcached{}
-	NewWithT(t).Expect(c.Get(context.Background(), key, m)).To(Succeed())
-	NewWithT(t).Expect(m.Status.Service).NotTo(BeNil(), "status.service")
+	g.Expect(c.Get(context.Background(), key, m)).To(Succeed())
+	g.Expect(m.Status.Service).NotTo(BeNil(), "status.service")
 	endpointsReady(t, c, key, *m.Spec.Size)
 	return m.Status.Service.Address
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -442,10 +443,5 @@ func servesPodResize(t *testing.T, cfg *envconf.Config) bool {
 	g.Expect(err).NotTo(HaveOccurred())
 	list, err := dc.ServerResourcesForGroupVersion("v1")
 	g.Expect(err).NotTo(HaveOccurred())
-	for _, r := range list.APIResources {
-		if r.Name == "pods/resize" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "pods/resize" })
 }

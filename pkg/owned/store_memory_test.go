@@ -59,8 +59,8 @@ func TestAnApplyIsSeenBeforeTheWatchShowsIt(t *testing.T) {
 	g.Expect(getDeployment(g, s).ResourceVersion).To(Equal("5"))
 	g.Expect(s.applied).To(BeEmpty())
 
-	// Changed: until the watch shows a version other than the one the
-	// apply changed, Get has the apply's answer, resyncs of the old version
+	// Changed: until the watch shows the apply's version or a later one,
+	// Get has the apply's answer, resyncs of the old version
 	// notwithstanding.
 	s.RememberApplied(getDeployment(g, s), deploymentAt("6", Digest{}), changed)
 	g.Expect(getDeployment(g, s).ResourceVersion).To(Equal("6"))
@@ -75,7 +75,7 @@ func TestAnApplyIsSeenBeforeTheWatchShowsIt(t *testing.T) {
 	g.Expect(s.applied).To(BeEmpty())
 
 	// Two applies before the watch shows either: the second's answer,
-	// until the watch shows another version than the one before both.
+	// until the watch shows the second's version.
 	s.RememberApplied(getDeployment(g, s), deploymentAt("8", Digest{}), created)
 	s.RememberApplied(getDeployment(g, s), deploymentAt("9", Digest{}), changed)
 	g.Expect(getDeployment(g, s).ResourceVersion).To(Equal("9"))
