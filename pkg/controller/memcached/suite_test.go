@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,15 +139,39 @@ func newMemcached(t *testing.T, ns, name string, spec cachev1alpha1.MemcachedSpe
 func converged(t *testing.T, m *cachev1alpha1.Memcached) (*cachev1alpha1.Memcached, *appsv1.StatefulSet) {
 	t.Helper()
 	got, dep := &cachev1alpha1.Memcached{}, &appsv1.StatefulSet{}
+	defer func() {
+		if t.Failed() {
+			logPodsAndStatefulSets(t, m.Namespace)
+		}
+	}()
 	NewWithT(t).Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(m), got)).To(Succeed())
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
-		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue(), "Available")
-		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, cachev1alpha1.ConditionReconciling)).To(BeTrue(), "not Reconciling")
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue(), "Available; status %+v", got.Status)
+		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, cachev1alpha1.ConditionReconciling)).To(BeTrue(), "not Reconciling; status %+v", got.Status)
 		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(m), dep)).To(Succeed())
-		g.Expect(got.Status.ReadyReplicas).To(Equal(*got.Spec.Size))
+		g.Expect(got.Status.ReadyReplicas).To(Equal(*got.Spec.Size), "ready; StatefulSet status %+v", dep.Status)
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	return got, dep
+}
+
+// logPodsAndStatefulSets logs, for a test that failed, the pods and the
+// StatefulSets of namespace ns: their controllers, and how far they got.
+func logPodsAndStatefulSets(t *testing.T, ns string) {
+	ctx := context.Background()
+	pods, sets := &corev1.PodList{}, &appsv1.StatefulSetList{}
+	if err := k8s.List(ctx, pods, client.InNamespace(ns)); err != nil {
+		t.Log(err)
+	}
+	for _, p := range pods.Items {
+		t.Logf("pod %s uid %s controller %v deleting %v phase %s conditions %+v", p.Name, p.UID, metav1.GetControllerOf(&p), p.DeletionTimestamp, p.Status.Phase, p.Status.Conditions)
+	}
+	if err := k8s.List(ctx, sets, client.InNamespace(ns)); err != nil {
+		t.Log(err)
+	}
+	for _, d := range sets.Items {
+		t.Logf("StatefulSet %s uid %s generation %d deleting %v status %+v", d.Name, d.UID, d.Generation, d.DeletionTimestamp, d.Status)
+	}
 }
 
 // blockedBy checks, in an Eventually, that m reports being blocked by an
