@@ -155,8 +155,9 @@ func converged(t *testing.T, m *cachev1alpha1.Memcached) (*cachev1alpha1.Memcach
 	return got, dep
 }
 
-// logPodsAndStatefulSets logs, for a test that failed, the pods and the
-// StatefulSets of namespace ns: their controllers, and how far they got.
+// logPodsAndStatefulSets logs, for a test that failed, the pods, the
+// StatefulSets and the events of namespace ns: their controllers, and how
+// far they got.
 func logPodsAndStatefulSets(t *testing.T, ns string) {
 	ctx := context.Background()
 	pods, sets := &corev1.PodList{}, &appsv1.StatefulSetList{}
@@ -171,6 +172,13 @@ func logPodsAndStatefulSets(t *testing.T, ns string) {
 	}
 	for _, d := range sets.Items {
 		t.Logf("StatefulSet %s uid %s generation %d deleting %v status %+v", d.Name, d.UID, d.Generation, d.DeletionTimestamp, d.Status)
+	}
+	evs := &eventsv1.EventList{}
+	if err := k8s.List(ctx, evs, client.InNamespace(ns)); err != nil {
+		t.Log(err)
+	}
+	for _, e := range evs.Items {
+		t.Logf("event %s %s/%s %s %s: %s", e.CreationTimestamp.Format(time.RFC3339), e.Regarding.Kind, e.Regarding.Name, e.ReportingController, e.Reason, e.Note)
 	}
 }
 
