@@ -14,8 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -103,10 +105,8 @@ func (s *scope) applyStatus(ctx context.Context) error {
 		return err
 	}
 	key := client.ObjectKeyFromObject(m)
-	if sent, ok := s.sentStatus.Load(key); ok && sent.(sentStatus) == (sentStatus{over: m.ResourceVersion, body: string(body)}) {
-		// The cache still holds the Memcached the last write was based on,
-		// and that write sent this: the apiserver holds it already.
-		same = true
+	if sent, ok := s.sentStatus.Load(key); ok {
+		same = sent.(sentStatus).appliesNothing(m.ResourceVersion, string(body), same)
 	}
 	if same {
 		appliesSkipped.WithLabelValues(kindMemcachedStatus).Inc()
@@ -122,19 +122,48 @@ func (s *scope) applyStatus(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("applying status of Memcached %s: %w", m.Name, err)
 	}
-	s.sentStatus.Store(key, sentStatus{over: m.ResourceVersion, body: string(body)})
+	// The answer, decoded into want, has the version the write made.
+	s.sentStatus.Store(key, sentStatus{over: m.ResourceVersion, made: ptr.Deref(want.ResourceVersion, ""), body: string(body)})
 	appliesSent.WithLabelValues(kindMemcachedStatus).Inc()
 	s.recordStatusEvents()
 	return nil
 }
 
-// sentStatus is the last status the operator wrote for a Memcached, and
-// the resourceVersion of the Memcached it was computed from: until the
-// cache shows the write, a reconcile that computes the same status from
-// the same Memcached does not send it again.
+// sentStatus is the last status the operator wrote for a Memcached: what
+// it sent, the resourceVersion of the Memcached it was computed from
+// (over), and the one the write made (made).
 type sentStatus struct {
-	over string
-	body string
+	over, made string
+	body       string
+}
+
+// appliesNothing tells whether applying body would change nothing, given
+// the write w and what the cache's Memcached, of resourceVersion rv, says
+// (cacheSays: its status fields of the operator's are body's). Until the
+// cache shows the write, the apiserver holds what the write sent, whatever
+// the cache's status says: the same body is not sent again, and another is
+// sent even where it matches the cache's older status (which a status
+// change does not reconcile: the Memcached's watch passes on status-only
+// changes). A status held while the StatefulSet controller reported
+// nothing, written, then one that says what it said before: without this,
+// the second is never written. Once the cache shows the write, the cache
+// tells.
+func (w sentStatus) appliesNothing(rv, body string, cacheSays bool) bool {
+	if w.shownBy(rv) {
+		return cacheSays
+	}
+	return body == w.body
+}
+
+// shownBy reports whether the cache's version rv of the Memcached is the
+// one w made or later. Resource versions compare as numbers
+// (apimachinery's resourceversion); where they do not, any version but the
+// one w was computed from counts as later.
+func (w sentStatus) shownBy(rv string) bool {
+	if c, err := resourceversion.CompareResourceVersion(rv, w.made); err == nil {
+		return c >= 0
+	}
+	return rv != w.over
 }
 
 // recordStatusEvents records the Warning events of a status just written:
