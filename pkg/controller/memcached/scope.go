@@ -142,12 +142,12 @@ type sentStatus struct {
 // (cacheSays: its status fields of the operator's are body's). Until the
 // cache shows the write, the apiserver holds what the write sent, whatever
 // the cache's status says: the same body is not sent again, and another is
-// sent even where it matches the cache's older status (which a status
-// change does not reconcile: the Memcached's watch passes on status-only
-// changes). A status held while the StatefulSet controller reported
-// nothing, written, then one that says what it said before: without this,
-// the second is never written. Once the cache shows the write, the cache
-// tells.
+// sent even where it matches the cache's older status. A StatefulSet
+// recreated: "not available" is written, the pods are ready again before
+// the cache shows that write, and "available", which the cache still
+// says, must be written all the same (the write's arrival in the cache
+// reconciles nothing: the Memcached's watch passes on status-only
+// changes). Once the cache shows the write, the cache tells.
 func (w sentStatus) appliesNothing(rv, body string, cacheSays bool) bool {
 	if w.shownBy(rv) {
 		return cacheSays
