@@ -105,8 +105,13 @@ func (s *scope) applyStatus(ctx context.Context) error {
 		return err
 	}
 	key := client.ObjectKeyFromObject(m)
+	// held is the Memcached as the apiserver holds it, as far as the
+	// operator knows: the status events compare with its status.
+	held := m
 	if sent, ok := s.sentStatus.Load(key); ok {
-		same = sent.(sentStatus).appliesNothing(m.ResourceVersion, string(body), same)
+		w := sent.(sentStatus)
+		same = w.appliesNothing(m.ResourceVersion, string(body), same)
+		held = w.heldOver(m)
 	}
 	if same {
 		appliesSkipped.WithLabelValues(kindMemcachedStatus).Inc()
@@ -125,7 +130,7 @@ func (s *scope) applyStatus(ctx context.Context) error {
 	// The answer, decoded into want, has the version the write made.
 	s.sentStatus.Store(key, sentStatus{over: m.ResourceVersion, made: ptr.Deref(want.ResourceVersion, ""), body: string(body)})
 	appliesSent.WithLabelValues(kindMemcachedStatus).Inc()
-	s.recordStatusEvents()
+	s.recordStatusEvents(held)
 	return nil
 }
 
@@ -155,6 +160,22 @@ func (w sentStatus) appliesNothing(rv, body string, cacheSays bool) bool {
 	return body == w.body
 }
 
+// heldOver returns the Memcached as the apiserver holds it, given the
+// cache's m: m, or where the cache does not show the write w yet, m with
+// the status w wrote.
+func (w sentStatus) heldOver(m *cachev1alpha1.Memcached) *cachev1alpha1.Memcached {
+	if w.shownBy(m.ResourceVersion) {
+		return m
+	}
+	written := &cachev1alpha1.Memcached{}
+	if err := json.Unmarshal([]byte(w.body), written); err != nil {
+		return m
+	}
+	held := m.DeepCopy()
+	held.Status = written.Status
+	return held
+}
+
 // shownBy reports whether the cache's version rv of the Memcached is the
 // one w made or later. Resource versions compare as numbers
 // (apimachinery's resourceversion); where they do not, any version but the
@@ -167,11 +188,14 @@ func (w sentStatus) shownBy(rv string) bool {
 }
 
 // recordStatusEvents records the Warning events of a status just written:
-// monitoring without the ServiceMonitor CRD, why the
-// pods are not ready and an unusable Secret, the last three once, with the
-// status that first says so (m holds the status from before that write).
-func (s *scope) recordStatusEvents() {
-	m, obs := s.m, s.obs
+// monitoring without the ServiceMonitor CRD, why the pods are not ready,
+// an unusable Secret and a certificate about to expire, each once, with
+// the status that first says so. held is the Memcached as the apiserver
+// held it before that write: the cache's, or where the cache does not
+// show the last write yet, with that write's status, so that a write
+// following another closely does not tell its problems again.
+func (s *scope) recordStatusEvents(held *cachev1alpha1.Memcached) {
+	m, obs := held, s.obs
 	if msg := status.CertificateExpiring(m, obs.Certificate, s.now()); msg != "" {
 		s.Recorder.Eventf(m, nil, corev1.EventTypeWarning, cachev1alpha1.ReasonCertificateExpiring, "Check", "%s", msg)
 	}
