@@ -105,13 +105,9 @@ func (s *scope) applyStatus(ctx context.Context) error {
 		return err
 	}
 	key := client.ObjectKeyFromObject(m)
-	// held is the Memcached as the apiserver holds it, as far as the
-	// operator knows: the status events compare with its status.
-	held := m
-	if sent, ok := s.sentStatus.Load(key); ok {
-		w := sent.(sentStatus)
-		same = w.appliesNothing(m.ResourceVersion, string(body), same)
-		held = w.heldOver(m)
+	sent, wrote := s.sentStatus.Load(key)
+	if wrote {
+		same = sent.(sentStatus).appliesNothing(m.ResourceVersion, string(body), same)
 	}
 	if same {
 		appliesSkipped.WithLabelValues(kindMemcachedStatus).Inc()
@@ -126,6 +122,12 @@ func (s *scope) applyStatus(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("applying status of Memcached %s: %w", m.Name, err)
+	}
+	// held is the Memcached as the apiserver held it before this write, as
+	// far as the operator knows: the status events compare with its status.
+	held := m
+	if wrote {
+		held = sent.(sentStatus).heldOver(m)
 	}
 	// The answer, decoded into want, has the version the write made.
 	s.sentStatus.Store(key, sentStatus{over: m.ResourceVersion, made: ptr.Deref(want.ResourceVersion, ""), body: string(body)})
