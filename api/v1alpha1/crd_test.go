@@ -297,3 +297,13 @@ func TestScaleSubresource(t *testing.T) {
 	err := env.Client.SubResource("scale").Update(ctx, mc, client.WithSubResourceBody(scale))
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid error, got %v", err)
 }
+
+// The CRD's bound on spec.size is MaxSize, which the operator holds its
+// StatefulSets to.
+func TestTheCRDBoundsTheSizeAtMaxSize(t *testing.T) {
+	g := NewWithT(t)
+	ns := testenv.Namespace(t, env.Client)
+	g.Expect(env.Client.Create(context.Background(), memcached(ns, "largest", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](cachev1alpha1.MaxSize)}))).To(Succeed())
+	err := env.Client.Create(context.Background(), memcached(ns, "larger", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](cachev1alpha1.MaxSize + 1)}))
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+}

@@ -12,8 +12,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -37,6 +40,7 @@ func main() {
 		listen, tlsDir    string
 		clientCertificate bool
 		plan, authFile    string
+		seal              string
 		moveRate          int
 	)
 	flag.StringVar(&listen, "listen", ":11212", "Address clients reach the endpoint on.")
@@ -46,12 +50,14 @@ func main() {
 	flag.BoolVar(&clientCertificate, "client-certificate", false, "Ask clients for a certificate of ca.crt, as memcached does, and present tls.crt to memcached.")
 	flag.BoolVar(&c.Auth, "auth", false, "memcached requires a login, which clients must pass before the endpoint answers.")
 	flag.StringVar(&plan, "plan", "", "File holding the move of keys the operator publishes; empty: keys are not moved.")
+	flag.StringVar(&seal, "seal", "", "File holding the seal the operator gives the pod (an annotation it mounts): the membership and the plan are followed only where it vouches for them; empty: always.")
 	flag.StringVar(&authFile, "auth-file", "", "memcached's authentication file, whose first entry logs in to the pods keys are moved between.")
 	flag.IntVar(&moveRate, "move-rate", 20000, "Keys a second a move reads and writes at most.")
 	flag.Parse()
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	c.Log = log
+	c.Seal = seal
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		log.Error("cannot listen", "address", listen, "error", err.Error())
@@ -72,10 +78,16 @@ func main() {
 		}
 		f := &move.Follower{
 			Mover: &move.Mover{
-				Dial:  peerDialer(tlsDir, clientCertificate, authFile),
+				Dial: func(ctx context.Context, address string) (net.Conn, error) {
+					return dialPeer(ctx, tlsDir, clientCertificate, authFile, address, "")
+				},
 				Limit: rate.NewLimiter(rate.Limit(moveRate), 100),
 			},
+			DialPeer: func(ctx context.Context, address, host string) (net.Conn, error) {
+				return dialPeer(ctx, tlsDir, clientCertificate, authFile, address, host)
+			},
 			PlanFile: plan,
+			SealFile: seal,
 			Host:     host,
 			Local:    c.Memcached,
 			Log:      log,
@@ -89,30 +101,74 @@ func main() {
 	}
 }
 
-// peerDialer reaches a memcached of the Memcached, this pod's or another's,
-// as the pod's containers reach their own: over TLS when tlsDir is set,
-// presenting the served certificate when memcached verifies clients,
-// logged in with the authentication file's first entry. The files are read
-// at each connection, so a rotation is followed.
-func peerDialer(tlsDir string, clientCertificate bool, authFile string) move.Dialer {
-	return func(ctx context.Context, address string) (net.Conn, error) {
-		o := memcachedconn.Options{Address: address, TLS: tlsDir != ""}
-		if clientCertificate {
-			pair, err := tls.LoadX509KeyPair(filepath.Join(tlsDir, material.CertKey), filepath.Join(tlsDir, material.KeyKey))
-			if err != nil {
-				return nil, fmt.Errorf("the served certificate: %w", err)
-			}
-			o.Certificate = &pair
+// dialPeer reaches a memcached of the Memcached, this pod's (host empty)
+// or the one of the slot whose DNS name is host, as the pod's containers
+// reach their own: over TLS when tlsDir is set, presenting the served
+// certificate when memcached verifies clients, logged in with the
+// authentication file's first entry. Over TLS another pod's memcached
+// must prove it is the slot's before anything is sent (peerVerifier);
+// without TLS the membership's seal and the NetworkPolicy's egress are
+// what keep the keys among the Memcached's pods. The files are read at
+// each connection, so a rotation is followed.
+func dialPeer(ctx context.Context, tlsDir string, clientCertificate bool, authFile, address, host string) (net.Conn, error) {
+	o := memcachedconn.Options{Address: address, TLS: tlsDir != ""}
+	if o.TLS && host != "" {
+		verify, err := peerVerifier(tlsDir, host)
+		if err != nil {
+			return nil, err
 		}
-		if authFile != "" {
-			b, err := os.ReadFile(authFile)
-			if err != nil {
-				return nil, err
-			}
-			if es := memcachedconn.Entries(b); len(es) > 0 {
-				o.Login = es[0]
-			}
-		}
-		return memcachedconn.Dial(ctx, o)
+		o.VerifyPeer = verify
 	}
+	if clientCertificate {
+		pair, err := tls.LoadX509KeyPair(filepath.Join(tlsDir, material.CertKey), filepath.Join(tlsDir, material.KeyKey))
+		if err != nil {
+			return nil, fmt.Errorf("the served certificate: %w", err)
+		}
+		o.Certificate = &pair
+	}
+	if authFile != "" {
+		b, err := os.ReadFile(authFile)
+		if err != nil {
+			return nil, err
+		}
+		if es := memcachedconn.Entries(b); len(es) > 0 {
+			o.Login = es[0]
+		}
+	}
+	return memcachedconn.Dial(ctx, o)
+}
+
+// peerVerifier accepts the memcached of another slot: every pod of a
+// Memcached serves the same Secret's certificate, so a peer presenting the
+// one this pod serves is the Memcached's; while a rotation reaches the
+// pods one by one, a peer's certificate that ca.crt signs for the slot's
+// DNS name (host) is too.
+func peerVerifier(tlsDir, host string) (func(tls.ConnectionState) error, error) {
+	own, err := os.ReadFile(filepath.Join(tlsDir, material.CertKey))
+	if err != nil {
+		return nil, fmt.Errorf("the served certificate: %w", err)
+	}
+	ownLeaf, _ := pem.Decode(own)
+	ca, _ := os.ReadFile(filepath.Join(tlsDir, material.CAKey))
+	return func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return fmt.Errorf("%s presents no certificate", host)
+		}
+		leaf := cs.PeerCertificates[0]
+		if ownLeaf != nil && bytes.Equal(leaf.Raw, ownLeaf.Bytes) {
+			return nil
+		}
+		pool := x509.NewCertPool()
+		if len(ca) == 0 || !pool.AppendCertsFromPEM(ca) {
+			return fmt.Errorf("%s presents a certificate other than the served one, and there is no ca.crt to verify it", host)
+		}
+		inter := x509.NewCertPool()
+		for _, c := range cs.PeerCertificates[1:] {
+			inter.AddCert(c)
+		}
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, DNSName: host}); err != nil {
+			return fmt.Errorf("%s is not a slot of this Memcached: %w", host, err)
+		}
+		return nil
+	}, nil
 }

@@ -134,6 +134,15 @@ const (
 	// and at once when the pod itself changes: setting this annotation
 	// when the membership changes makes every pod serve it within moments.
 	AnnotationMembershipVersion = "cache.example.com/membership-version"
+	// AnnotationMembershipSeal, on a pod, is the discovery.Seal of the
+	// membership and the move the operator last told the pod of, set with
+	// AnnotationMembershipVersion. The pod mounts it beside the membership
+	// ConfigMap (one projected volume, which the kubelet writes whole),
+	// and its discovery container serves a membership, and follows a
+	// move, only where the seal vouches for it: the ConfigMap is writable
+	// by whoever has ConfigMap rights in the namespace, the pod only by
+	// whoever could run anything in it.
+	AnnotationMembershipSeal = "cache.example.com/membership-seal"
 	// AnnotationSecretsDigest, on a pod whose reloader renews the Secret
 	// content in place, is the digest of that content
 	// (SecretDigests.Combined) the operator last told the pod of: set when

@@ -133,6 +133,7 @@ func discoveryContainer(m *cachev1alpha1.Memcached, images Images) *corev1ac.Con
 	args := []string{
 		"--listen=:" + strconv.Itoa(int(DiscoveryPort)),
 		"--membership=" + membershipDir + "/" + MembershipKey,
+		"--seal=" + membershipDir + "/" + discovery.SealFile,
 		"--memcached-address=localhost:" + strconv.Itoa(int(port(m))),
 	}
 	if m.Spec.TLS != nil {
@@ -175,10 +176,25 @@ func discoveryContainer(m *cachev1alpha1.Memcached, images Images) *corev1ac.Con
 	return c
 }
 
-// membershipVolumeOf mounts m's membership ConfigMap; optional, so that
-// pods start before it is made.
+// membershipVolumeOf mounts the keys of m's membership ConfigMap the
+// discovery container reads (optional, so that pods start before it is
+// made) and, beside them, the pod's AnnotationMembershipSeal: in one
+// projected volume, which the kubelet writes whole, so that the seal and
+// what it vouches for change together.
 func membershipVolumeOf(m *cachev1alpha1.Memcached) *corev1ac.VolumeApplyConfiguration {
-	return corev1ac.Volume().WithName(membershipVolume).WithConfigMap(corev1ac.ConfigMapVolumeSource().
+	cm := corev1ac.ConfigMapProjection().
 		WithName(MembershipName(m.Name)).
-		WithOptional(true))
+		WithOptional(true).
+		WithItems(corev1ac.KeyToPath().WithKey(MembershipKey).WithPath(MembershipKey))
+	if MovesKeys(m) {
+		cm.WithItems(corev1ac.KeyToPath().WithKey(MoveKey).WithPath(MoveKey))
+	}
+	return corev1ac.Volume().WithName(membershipVolume).WithProjected(corev1ac.ProjectedVolumeSource().
+		WithSources(
+			corev1ac.VolumeProjection().WithConfigMap(cm),
+			corev1ac.VolumeProjection().WithDownwardAPI(corev1ac.DownwardAPIProjection().
+				WithItems(corev1ac.DownwardAPIVolumeFile().
+					WithPath(discovery.SealFile).
+					WithFieldRef(corev1ac.ObjectFieldSelector().
+						WithFieldPath("metadata.annotations['"+AnnotationMembershipSeal+"']"))))))
 }

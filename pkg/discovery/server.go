@@ -22,6 +22,11 @@ type Config struct {
 	// mounted in the pod). It is read at each request: the kubelet swaps
 	// in new content whole.
 	Membership string
+	// Seal is the file holding the Seal the operator gave the pod: the
+	// endpoint serves a membership only where the seal vouches for it,
+	// and until then the last one it did (none, in a pod not told yet).
+	// Empty: every membership is served as the file holds it.
+	Seal string
 	// Memcached is the pod's memcached, to which a connection that starts
 	// with a data command is handed.
 	Memcached string
@@ -69,6 +74,10 @@ type Server struct {
 	mu          sync.Mutex
 	version     string
 	versionSeen time.Time
+
+	// sealedMu guards sealed, the last membership the seal vouched for.
+	sealedMu sync.Mutex
+	sealed   []byte
 }
 
 // New returns a Server for c.
@@ -282,8 +291,35 @@ func (s *Server) answer(ctx context.Context, conn net.Conn, words []string) bool
 	return err == nil
 }
 
-// membership is the cluster's Body as the mounted file holds it, checked.
+// membership is the cluster's Body as the mounted file holds it, checked,
+// and where the pod has a seal, the last one the seal vouched for: a
+// membership no seal vouches for (written by another than the operator,
+// or newer than the seal the kubelet wrote so far) is not served.
 func (s *Server) membership() ([]byte, error) {
+	body, err := s.mounted()
+	if err != nil || s.c.Seal == "" {
+		return body, err
+	}
+	seal, serr := ReadSeal(s.c.Seal)
+	s.sealedMu.Lock()
+	defer s.sealedMu.Unlock()
+	switch {
+	case serr == nil && seal.VouchesCluster(body):
+		s.sealed = body
+	case s.sealed == nil && (serr == nil || errors.Is(serr, ErrNoSeal)):
+		return nil, errors.New("no membership is published yet")
+	case s.sealed == nil:
+		s.c.Log.Error("cannot read the seal", "error", serr.Error())
+		return nil, errors.New("the membership cannot be read")
+	}
+	if serr == nil && !seal.VouchesCluster(body) {
+		s.c.Log.Warn("serving the last sealed membership: the seal does not vouch for the mounted one")
+	}
+	return s.sealed, nil
+}
+
+// mounted is the cluster's Body as the mounted file holds it, checked.
+func (s *Server) mounted() ([]byte, error) {
 	f, err := os.Open(s.c.Membership)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {

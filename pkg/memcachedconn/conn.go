@@ -31,12 +31,16 @@ type Options struct {
 	// Login, if set, is the user:password entry of memcached's
 	// authentication file to log in with.
 	Login string
+	// VerifyPeer, if set, judges the certificate memcached presents over
+	// TLS: a memcached of another pod must prove it is one of the
+	// Memcached's before a key or a login is sent to it.
+	VerifyPeer func(tls.ConnectionState) error
 }
 
-// Dial connects to memcached and logs in when o says so. The connection
-// never leaves the pod, and memcached's certificate names the Service,
-// not localhost: the server's certificate is not verified here (the
-// reloader compares it with the mounted one instead).
+// Dial connects to memcached and logs in when o says so. A connection
+// that never leaves the pod does not verify memcached's certificate, which
+// names the Service, not localhost (the reloader compares it with the
+// mounted one instead); one to another pod's sets o.VerifyPeer.
 func Dial(ctx context.Context, o Options) (net.Conn, error) {
 	d := &net.Dialer{Timeout: Timeout}
 	var conn net.Conn
@@ -51,6 +55,7 @@ func Dial(ctx context.Context, o Options) (net.Conn, error) {
 		if o.Certificate != nil {
 			cfg.Certificates = []tls.Certificate{*o.Certificate}
 		}
+		cfg.VerifyConnection = o.VerifyPeer
 		conn, err = (&tls.Dialer{NetDialer: d, Config: cfg}).DialContext(ctx, "tcp", o.Address)
 	}
 	if err != nil {

@@ -107,11 +107,20 @@ type Follower struct {
 	Mover *Mover
 	// PlanFile holds a Plan; missing or empty: none.
 	PlanFile string
+	// SealFile holds the discovery.Seal the operator gave the pod: a plan
+	// is followed only where the seal vouches for it (one written to the
+	// ConfigMap by another hand never is). Empty: every plan is followed.
+	SealFile string
 	// Host is the pod's host name: its node in a membership is the one
 	// whose host name starts with it and a dot (the slot's DNS name).
 	Host string
 	// Local is the pod's own memcached's address.
 	Local string
+	// DialPeer, if set, reaches the memcached at address of the slot
+	// whose DNS name is host, proving it is that slot's (the pods' own
+	// certificate); nil: Mover.Dial(address). The pod's own memcached is
+	// reached with Mover.Dial(Local).
+	DialPeer func(ctx context.Context, address, host string) (net.Conn, error)
 	// Poll is how often PlanFile is read (1 s if 0).
 	Poll time.Duration
 	Log  *slog.Logger
@@ -150,6 +159,19 @@ func (f *Follower) step(ctx context.Context) {
 	if err != nil {
 		f.Log.Error("reading the plan", "error", err.Error())
 		return
+	}
+	if f.SealFile != "" {
+		seal, err := discovery.ReadSeal(f.SealFile)
+		if err != nil || !seal.VouchesPlan(b) {
+			// The kubelet writes the plan and the seal together: a plan
+			// the seal does not vouch for is not the operator's, or not
+			// yet told to this pod.
+			if msg := "the plan is not sealed"; !f.done[0][msg] {
+				f.Log.Warn(msg)
+				f.done[0] = map[string]bool{msg: true}
+			}
+			return
+		}
 	}
 	p, from, to, err := ParsePlan(b)
 	if err != nil {
@@ -231,22 +253,26 @@ func (f *Follower) self(c discovery.Cluster) (string, bool) {
 // dialer reaches the servers of from and to by their addresses, and this
 // pod's own at Local.
 func (f *Follower) dialer(from, to discovery.Cluster) Dialer {
-	addrs := map[string]string{}
+	type peer struct{ addr, host string }
+	peers := map[string]peer{}
 	for _, c := range []discovery.Cluster{from, to} {
 		for _, n := range c.Nodes {
-			addr := net.JoinHostPort(n.IP, strconv.Itoa(int(n.Port)))
+			p := peer{addr: net.JoinHostPort(n.IP, strconv.Itoa(int(n.Port))), host: n.Host}
 			if strings.HasPrefix(n.Host, f.Host+".") {
-				addr = f.Local
+				p = peer{addr: f.Local}
 			}
-			addrs[Server(n)] = addr
+			peers[Server(n)] = p
 		}
 	}
 	dial := f.Mover.Dial
 	return func(ctx context.Context, server string) (net.Conn, error) {
-		addr, ok := addrs[server]
-		if !ok {
+		p, ok := peers[server]
+		switch {
+		case !ok:
 			return nil, fmt.Errorf("server %s is in neither membership", server)
+		case p.host != "" && f.DialPeer != nil:
+			return f.DialPeer(ctx, p.addr, p.host)
 		}
-		return dial(ctx, addr)
+		return dial(ctx, p.addr)
 	}
 }

@@ -27,6 +27,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -344,11 +346,10 @@ func (m *Mover) dump(ctx context.Context, server string) ([]listed, bool, error)
 	r := bufio.NewReaderSize(nc, 64<<10)
 	var keys []listed
 	for {
-		line, err := r.ReadString('\n')
+		line, err := readLine(r)
 		if err != nil {
 			return nil, false, fmt.Errorf("listing the keys of %s: %w", server, err)
 		}
-		line = strings.TrimRight(line, "\r\n")
 		switch {
 		case line == "END":
 			return keys, false, nil
@@ -411,10 +412,39 @@ func (c *conn) peek() error {
 	return err
 }
 
-func (c *conn) line() (string, error) {
-	line, err := c.r.ReadString('\n')
-	return strings.TrimRight(line, "\r\n"), err
+func (c *conn) line() (string, error) { return readLine(c.r) }
+
+// maxLine bounds a line memcached answers with, a key's metadump line the
+// longest (a key of 250 bytes, each escaped in three, and its fields).
+const maxLine = 4 << 10
+
+// maxValue is the largest value memcached stores (its -I bound, 1 GiB):
+// an answer announcing more is not memcached's.
+const maxValue = 1 << 30
+
+// readLine reads one line of an answer, at most maxLine bytes, without its
+// end: a peer that sends a longer one is not followed further.
+func readLine(r *bufio.Reader) (string, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > maxLine {
+			return "", fmt.Errorf("memcached answered a line of more than %d bytes", maxLine)
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == nil:
+			return strings.TrimRight(string(line), "\r\n"), nil
+		case !errors.Is(err, bufio.ErrBufferFull):
+			return "", err
+		}
+	}
 }
+
+// wireKey is key as a meta command carries it with the b flag: base64, so
+// that no key, whatever bytes a client stored it with (the binary
+// protocol takes any), reads as more than one word of a command line.
+func wireKey(key string) string { return base64.StdEncoding.EncodeToString([]byte(key)) }
 
 // get reads keys (value, client flags, time to live left, CAS); a key
 // memcached no longer holds is left out.
@@ -422,7 +452,7 @@ func (c *conn) get(deadline time.Time, keys []string) ([]item, error) {
 	c.SetDeadline(deadline)
 	var req strings.Builder
 	for _, k := range keys {
-		req.WriteString("mg " + k + " v f t c\r\n")
+		req.WriteString("mg " + wireKey(k) + " b v f t c\r\n")
 	}
 	if _, err := c.Write([]byte(req.String())); err != nil {
 		return nil, err
@@ -441,7 +471,7 @@ func (c *conn) get(deadline time.Time, keys []string) ([]item, error) {
 			return nil, fmt.Errorf("mg %s: memcached answered %q", k, line)
 		}
 		size, err := strconv.Atoi(words[1])
-		if err != nil {
+		if err != nil || size < 0 || size > maxValue {
 			return nil, fmt.Errorf("mg %s: %q", k, line)
 		}
 		it := item{key: k, value: make([]byte, size+2)}
@@ -492,7 +522,7 @@ func (c *conn) add(deadline time.Time, items []item) ([]uint64, error) {
 		if ttl < 0 {
 			ttl = 0 // none
 		}
-		req = fmt.Appendf(req, "ms %s %d F%d T%d ME c\r\n", it.key, len(it.value), it.flags, ttl)
+		req = fmt.Appendf(req, "ms %s %d b F%d T%d ME c\r\n", wireKey(it.key), len(it.value), it.flags, ttl)
 		req = append(append(req, it.value...), '\r', '\n')
 		if oneByOne || i == len(items)-1 {
 			if _, err := c.Write(req); err != nil {
@@ -542,7 +572,7 @@ func (c *conn) delete(deadline time.Time, keys []casKey) ([]bool, error) {
 	c.SetDeadline(deadline)
 	var req strings.Builder
 	for _, k := range keys {
-		req.WriteString("md " + k.key)
+		req.WriteString("md " + wireKey(k.key) + " b")
 		if k.cas != 0 {
 			req.WriteString(" C" + strconv.FormatUint(k.cas, 10))
 		}

@@ -5,6 +5,7 @@ package move_test
 import (
 	"context"
 	"crypto/x509"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"os"
@@ -395,4 +396,52 @@ func copyAll(t *testing.T, dial move.Dialer, servers []string, n int, value func
 		t.Errorf("copied %s: %+v", how, res)
 	}
 	return after
+}
+
+// TestAKeyOfAnyBytesMovesAsOneKey: memcached's binary protocol (and the
+// meta protocol's base64 keys) store keys with spaces and line ends, which
+// its metadump lists escaped. Such a key moves as one key: written into a
+// command line as it reads, it would be commands of its own (here a
+// flush_all of the server it is read from), not a key.
+func TestAKeyOfAnyBytesMovesAsOneKey(t *testing.T) {
+	ctx := context.Background()
+	c := start(t, "127.0.0.86", 2)
+	leaving := c.names[1]
+	after := c.ring(t, c.names[:1])
+	const n = 100
+	for i := range n {
+		if err := c.clients[leaving].Set(&memcache.Item{Key: fmt.Sprintf("key-%d", i), Value: []byte("v")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evil := "x v\r\nflush_all\r\nmn"
+	conn, err := plain(ctx, leaving)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if reply, err := memcachedconn.Command(conn, "ms "+base64.StdEncoding.EncodeToString([]byte(evil))+" 4 b T0\r\nevil\r\n"); err != nil || reply != "HD" {
+		t.Fatalf("storing the key: %q, %v", reply, err)
+	}
+	res, err := (&move.Mover{Dial: plain}).Copy(ctx, leaving, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Copied != n+1 {
+		t.Errorf("copied %+v, want all %d keys", res, n+1)
+	}
+	for i := range n {
+		k := fmt.Sprintf("key-%d", i)
+		if got := c.at(t, leaving, k); got != "v" {
+			t.Fatalf("%s reads %q on the leaving server after the copy", k, got)
+		}
+	}
+	to, err := plain(ctx, c.names[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer to.Close()
+	if reply, err := memcachedconn.Command(to, "mg "+base64.StdEncoding.EncodeToString([]byte(evil))+" b s\r\n"); err != nil || reply != "HD s4" {
+		t.Errorf("the key on its new server: %q, %v", reply, err)
+	}
 }

@@ -74,6 +74,9 @@ type Pod struct {
 	// MembershipVersion is the pod's desired.AnnotationMembershipVersion:
 	// the membership it was last told of.
 	MembershipVersion string `json:"membershipVersion,omitempty"`
+	// MembershipSeal is the pod's desired.AnnotationMembershipSeal: the
+	// seal of the membership and move it was last told of.
+	MembershipSeal string `json:"membershipSeal,omitempty"`
 	// SecretsDigest is the pod's desired.AnnotationSecretsDigest.
 	SecretsDigest string `json:"secretsDigest,omitempty"`
 	// RestartingFrom is the pod's desired.AnnotationRestartingFrom: the
@@ -154,6 +157,7 @@ func SummarizePod(p *corev1.Pod) *Pod {
 	s.Shape = p.Annotations[desired.AnnotationPodShape]
 	s.RestartingFrom = p.Annotations[desired.AnnotationRestartingFrom]
 	s.MembershipVersion = p.Annotations[desired.AnnotationMembershipVersion]
+	s.MembershipSeal = p.Annotations[desired.AnnotationMembershipSeal]
 	s.SecretsDigest = p.Annotations[desired.AnnotationSecretsDigest]
 	if s.Shape != "" {
 		s.Labels, s.Annotations = p.Labels, p.Annotations

@@ -89,6 +89,11 @@ type Reconciler struct {
 	toldPodProblems sync.Map
 	// sentStatus holds, by Memcached, the last status written (sentStatus).
 	sentStatus sync.Map
+	// publishedSeals holds, by Memcached, the discovery.Seal of the
+	// membership and move the operator last published: with the seals
+	// its pods carry, what vouches for the membership ConfigMap's content
+	// (trustedSeals).
+	publishedSeals sync.Map
 }
 
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=get;list;watch
@@ -117,6 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.Secrets.Forget(req.NamespacedName)
 			r.toldPodProblems.Delete(req.NamespacedName)
 			r.sentStatus.Delete(req.NamespacedName)
+			r.publishedSeals.Delete(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}

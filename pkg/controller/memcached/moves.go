@@ -6,13 +6,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/discovery"
 	"github.com/example/memcached-operator/pkg/move"
@@ -75,37 +79,78 @@ type membershipState struct {
 }
 
 // membershipOf reads current, the membership ConfigMap as the store holds
-// it (nil when none). What does not parse (edited by hand) is as if absent.
-func membershipOf(current *owned.Summary) membershipState {
+// it (nil when none), as far as a seal of trusted vouches for it: anyone
+// with ConfigMap rights can write to it, and what the operator did not
+// publish moves no key and sizes nothing. A membership no seal vouches
+// for is as if absent (the next one is made from the pods), and so is a
+// plan; so is what does not parse (edited by hand).
+func membershipOf(current *owned.Summary, trusted []discovery.Seal) membershipState {
 	var st membershipState
 	if current == nil {
 		return st
 	}
-	st.published, _ = discovery.Parse([]byte(current.Membership))
-	if current.Move != "" {
-		if p, from, to, err := move.ParsePlan([]byte(current.Move)); err == nil {
+	cluster, plan := []byte(current.Membership), []byte(current.Move)
+	vouched := func(ok func(discovery.Seal) bool) bool { return slices.ContainsFunc(trusted, ok) }
+	if !vouched(func(s discovery.Seal) bool { return s.VouchesCluster(cluster) }) {
+		return st
+	}
+	st.published, _ = discovery.Parse(cluster)
+	if current.Move != "" && vouched(func(s discovery.Seal) bool { return s.VouchesCluster(cluster) && s.VouchesPlan(plan) }) {
+		if p, from, to, err := move.ParsePlan(plan); err == nil {
 			st.plan, st.from, st.to = &p, from, to
 		}
 	}
 	return st
 }
 
+// trustedSeals are the seals that vouch for the membership ConfigMap's
+// content: the one of the operator's last publication, and those its pods
+// carry (after a restart of the operator, or before its watch shows its
+// last apply). Pods are written by the operator, and by whoever could run
+// anything in them.
+func (s *scope) trustedSeals() []discovery.Seal {
+	var out []discovery.Seal
+	if v, ok := s.publishedSeals.Load(client.ObjectKeyFromObject(s.m)); ok && v.(publishedSeal).uid == s.m.UID {
+		out = append(out, v.(publishedSeal).seal)
+	}
+	for _, p := range s.obs.Pods {
+		if seal, err := discovery.ParseSeal(p.MembershipSeal); err == nil && p.MembershipSeal != "" {
+			out = append(out, seal)
+		}
+	}
+	return out
+}
+
+// publishedSeal is the seal of the last membership the operator published
+// for the Memcached of UID uid.
+type publishedSeal struct {
+	uid  types.UID
+	seal discovery.Seal
+}
+
 // slots is how many pods the StatefulSet runs: the spec's size, and while
 // keys move, every slot the membership lists or a move moves from, so that
-// a leaving slot's pod serves until the clients have left it.
+// a leaving slot's pod serves until the clients have left it; never more
+// than the CRD lets a size be.
 func (s *scope) slots(ctx context.Context) int32 {
 	want := desired.Replicas(s.m)
 	if !s.movesKeys() {
 		return want
 	}
 	current, err := s.current(ctx, configMaps)
-	if err != nil || current == nil {
+	if err != nil || current == nil || !metav1.IsControlledBy(current, s.m) {
 		return want
 	}
-	st := membershipOf(current)
+	return slotsOf(s.m.Name, want, membershipOf(current, s.trustedSeals()))
+}
+
+// slotsOf is how many pods the StatefulSet of the Memcached name runs
+// while st is its membership: want (its size), or more while slots st
+// lists or moves from are past it; never more than MaxSize.
+func slotsOf(name string, want int32, st membershipState) int32 {
 	for _, c := range []discovery.Cluster{st.published, st.from, st.to} {
 		for _, node := range c.Nodes {
-			if k, ok := ordinal(podOf(node), s.m.Name); ok && k+1 > want {
+			if k, ok := ordinal(podOf(node), name); ok && k+1 > want && k < cachev1alpha1.MaxSize {
 				want = k + 1
 			}
 		}

@@ -3,9 +3,11 @@ package memcached
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -119,4 +121,46 @@ func TestACopyWaitsForThePodsWithinItsBound(t *testing.T) {
 	g.Expect(p.Step).To(Equal(move.StepPublished), "published once the bound passed")
 	g.Expect(published.Nodes).To(HaveLen(1))
 	g.Expect(recorder.Events).To(Receive(And(ContainSubstring(eventKeyMoveIncomplete), ContainSubstring("c-1"))))
+}
+
+// What the membership ConfigMap holds counts only as far as a seal the
+// operator published, or one its pods carry, vouches for it: a plan merged
+// in by another hand is no plan, a membership no seal vouches for is none.
+func TestOnlyASealedMembershipOrPlanIsFollowed(t *testing.T) {
+	published := discovery.Cluster{Version: 3, Nodes: []discovery.Node{
+		{Host: "c-0.c.ns.svc", IP: "10.0.0.1", Port: 11211}, {Host: "c-1.c.ns.svc", IP: "10.0.0.2", Port: 11211}}}
+	forgedTo := discovery.Cluster{Version: 4, Nodes: append(slices.Clone(published.Nodes), discovery.Node{Host: "c-9.c.ns.svc", IP: "192.0.2.7", Port: 11211})}
+	forged := move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy, From: string(published.Body()), To: string(forgedTo.Body())}.Marshal()
+	current := &owned.Summary{Membership: string(published.Body()), Move: forged}
+	tests := []struct {
+		name      string
+		trusted   []discovery.Seal
+		published bool
+		plan      bool
+	}{
+		{name: "no seal", trusted: nil},
+		{name: "the operator published no plan", trusted: []discovery.Seal{discovery.SealOf(published.Body(), nil)}, published: true},
+		{name: "a seal of another membership", trusted: []discovery.Seal{discovery.SealOf(forgedTo.Body(), []byte(forged))}},
+		{name: "the operator published the plan", trusted: []discovery.Seal{discovery.SealOf(published.Body(), []byte(forged))}, published: true, plan: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			st := membershipOf(current, tt.trusted)
+			g.Expect(st.published.Nodes).To(HaveLen(map[bool]int{true: 2}[tt.published]))
+			g.Expect(st.plan != nil).To(Equal(tt.plan))
+			want := map[bool]int32{false: 2, true: 10}[tt.plan]
+			g.Expect(slotsOf("c", 2, st)).To(Equal(want), "the StatefulSet's replicas")
+		})
+	}
+}
+
+// A move, even the operator's, never sizes the StatefulSet past MaxSize.
+func TestSlotsStayWithinMaxSize(t *testing.T) {
+	g := NewWithT(t)
+	far := discovery.Cluster{Version: 2, Nodes: []discovery.Node{
+		{Host: "c-0.c.ns.svc", IP: "10.0.0.1", Port: 11211}, {Host: "c-2147483646.c.ns.svc", IP: "10.0.0.2", Port: 11211}}}
+	g.Expect(slotsOf("c", 3, membershipState{published: far, from: far, to: far})).To(Equal(int32(3)))
+	edge := discovery.Cluster{Version: 2, Nodes: []discovery.Node{{Host: fmt.Sprintf("c-%d.c.ns.svc", cachev1alpha1.MaxSize-1), IP: "10.0.0.1", Port: 11211}}}
+	g.Expect(slotsOf("c", 3, membershipState{published: edge})).To(Equal(int32(cachev1alpha1.MaxSize)))
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/discovery"
 	"github.com/example/memcached-operator/pkg/move"
 	"github.com/example/memcached-operator/pkg/owned"
 	"github.com/example/memcached-operator/pkg/reconnect"
@@ -238,8 +239,9 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 		s.observe(owned.KindConfigMap, out)
 		return ctrl.Result{}, err
 	}
-	// A membership that does not parse (edited by hand) is made anew.
-	st := membershipOf(current)
+	// A membership that does not parse (edited by hand), or that the
+	// operator did not publish, is made anew.
+	st := membershipOf(current, s.trustedSeals())
 	// A pod's address is published once it is ready: clients reach a new
 	// slot, or a slot's new pod, only once memcached serves there (until
 	// then a slot keeps the address published last, if any).
@@ -261,6 +263,9 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 	s.observe(owned.KindConfigMap, out)
 	s.obs.Discovery = out.obj != nil
 	if err == nil && out.obj != nil {
+		seal := discovery.SealOf(membership.Body(), []byte(plan))
+		s.publishedSeals.Store(client.ObjectKeyFromObject(s.m), publishedSeal{uid: s.m.UID, seal: seal})
+		s.tell.seal = seal.String()
 		s.tell.membership = strconv.FormatInt(membership.Version, 10)
 		if plan != "" {
 			// The pods follow the plan's steps as they follow the
@@ -274,9 +279,9 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 }
 
 // podNews is what the pods mount from ConfigMaps and Secrets, as the
-// operator tells them of it: the membership's version, the Secret
-// content's digest.
-type podNews struct{ membership, secrets string }
+// operator tells them of it: the membership's version and seal, the
+// Secret content's digest.
+type podNews struct{ membership, seal, secrets string }
 
 // tellPods sets, on each pod that says otherwise, the membership's version
 // (desired.AnnotationMembershipVersion) and the digest of the Secret
@@ -297,6 +302,9 @@ func tellPods(ctx context.Context, s *scope) (ctrl.Result, error) {
 		news := map[string]string{}
 		if v := s.tell.membership; v != "" && p.MembershipVersion != v {
 			news[desired.AnnotationMembershipVersion] = v
+		}
+		if v := s.tell.seal; v != "" && p.MembershipSeal != v {
+			news[desired.AnnotationMembershipSeal] = v
 		}
 		if d := s.tell.secrets; d != "" && p.SecretsDigest != d {
 			news[desired.AnnotationSecretsDigest] = d

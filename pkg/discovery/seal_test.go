@@ -1,0 +1,67 @@
+package discovery_test
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	testendpoint "github.com/example/memcached-operator/internal/testsupport/endpoint"
+	"github.com/example/memcached-operator/pkg/discovery"
+)
+
+func TestASealReadsBackAsWritten(t *testing.T) {
+	g := NewWithT(t)
+	s := discovery.SealOf([]byte("3\na|10.0.0.1|11211\n"), nil)
+	got, err := discovery.ParseSeal(s.String())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(s))
+	g.Expect(got.VouchesCluster([]byte("3\na|10.0.0.1|11211\n"))).To(BeTrue())
+	g.Expect(got.VouchesCluster([]byte("3\na|10.0.0.9|11211\n"))).To(BeFalse())
+	g.Expect(got.VouchesPlan(nil)).To(BeTrue())
+	g.Expect(got.VouchesPlan([]byte(`{"id":4}`))).To(BeFalse())
+	for _, bad := range []string{"", "cluster=ab plan=cd", "plan=" + s.Plan + " cluster=" + s.Cluster, "cluster=" + s.Cluster} {
+		_, err := discovery.ParseSeal(bad)
+		g.Expect(err).To(HaveOccurred(), "%q", bad)
+	}
+}
+
+// The endpoint serves only a membership the pod's seal vouches for: not
+// one written to the ConfigMap by another hand (it keeps serving the last
+// sealed one), and none before the pod was given a seal.
+func TestTheEndpointServesOnlyASealedMembership(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	membership, seal := filepath.Join(dir, "cluster"), filepath.Join(dir, discovery.SealFile)
+	write := func(path string, b []byte) {
+		t.Helper()
+		g.Expect(os.WriteFile(path+".tmp", b, 0o644)).To(Succeed())
+		g.Expect(os.Rename(path+".tmp", path)).To(Succeed())
+	}
+	addr := testendpoint.Serve(t, "127.0.0.1", discovery.Config{Membership: membership, Seal: seal, Memcached: testendpoint.Free(t)})
+	ask := func() (discovery.Cluster, error) {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer conn.Close()
+		g.Expect(conn.SetDeadline(time.Now().Add(5 * time.Second))).To(Succeed())
+		return discovery.Ask(conn)
+	}
+	operators := discovery.Cluster{Version: 2, Nodes: []discovery.Node{{Host: "c-0.c.ns.svc", IP: "10.0.0.1", Port: 11211}}}
+	forged := discovery.Cluster{Version: 3, Nodes: []discovery.Node{{Host: "c-0.c.ns.svc", IP: "192.0.2.7", Port: 11211}}}
+
+	write(membership, operators.Body())
+	_, err := ask()
+	g.Expect(err).To(MatchError(ContainSubstring("no membership is published yet")), "no seal given yet")
+
+	write(seal, []byte(discovery.SealOf(operators.Body(), nil).String()))
+	g.Expect(ask()).To(Equal(operators))
+
+	write(membership, forged.Body())
+	g.Expect(ask()).To(Equal(operators), "the forged membership is not served")
+
+	write(seal, []byte(discovery.SealOf(forged.Body(), nil).String()))
+	g.Expect(ask()).To(Equal(forged), "served once the seal vouches for it")
+}
