@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/example/memcached-operator/pkg/material"
+	"github.com/example/memcached-operator/pkg/settings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -124,10 +125,10 @@ func ContainerSettings(m *cachev1alpha1.Memcached) []string {
 		kept = append(kept, "-"+strings.Repeat("v", int(*v)))
 	}
 	if v := m.Spec.MaxConnections; v != nil {
-		kept = append(kept, "--conn-limit="+strconv.Itoa(int(*v)))
+		kept = append(kept, settings.ConnLimit+strconv.Itoa(int(*v)))
 	}
 	if v := m.Spec.Threads; v != nil {
-		kept = append(kept, "--threads="+strconv.Itoa(int(*v)))
+		kept = append(kept, settings.Threads+strconv.Itoa(int(*v)))
 	}
 	if v := m.Spec.MaxItemSize; v != "" {
 		// The CRD admits only whole Ki, Mi or Gi; memcached reads bytes.
@@ -141,8 +142,8 @@ func ContainerSettings(m *cachev1alpha1.Memcached) []string {
 // The flags of ContainerSettings that memcached keeps no item across: a
 // new memory limit or maximum item size restarts it empty.
 const (
-	memoryLimitSetting = "--memory-limit="
-	maxItemSizeSetting = "--max-item-size="
+	memoryLimitSetting = settings.MemoryLimit
+	maxItemSizeSetting = settings.MaxItemSize
 )
 
 // NotKept names what, of two lists of ContainerSettings, memcached keeps

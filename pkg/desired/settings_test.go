@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/settings"
 )
 
 var testImages = Images{Memcached: "memcached:1", Exporter: "exporter:1"}
@@ -122,4 +123,19 @@ func TestServiceMonitorScrapesOnlyItsMemcached(t *testing.T) {
 	g.Expect(sm.Spec.Endpoints).To(HaveLen(1))
 	g.Expect(*sm.Spec.Endpoints[0].Port).To(Equal(MetricsPortName))
 	g.Expect(string(*sm.Spec.Endpoints[0].Interval)).To(Equal("15s"))
+}
+
+// The warm runner takes every setting the operator writes, at each end of
+// every field's bounds (package settings holds the runner to those).
+func TestTheRunnerTakesEverySettingWritten(t *testing.T) {
+	for _, spec := range []cachev1alpha1.MemcachedSpec{
+		{MemoryLimitMiB: ptr.To[int32](8), MaxConnections: ptr.To[int32](16), Threads: ptr.To[int32](1), Verbosity: ptr.To[int32](1), MaxItemSize: "512Ki"},
+		{MemoryLimitMiB: ptr.To[int32](65536), MaxConnections: ptr.To[int32](65536), Threads: ptr.To[int32](64), Verbosity: ptr.To[int32](2), MaxItemSize: "1Gi"},
+	} {
+		g := NewWithT(t)
+		m := &cachev1alpha1.Memcached{Spec: spec}
+		flags, err := settings.Parse(warmSettings(m))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(flags).To(Equal(ContainerSettings(m)))
+	}
 }

@@ -3,13 +3,13 @@ package desired
 import (
 	"path"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/settings"
 )
 
 const (
@@ -137,7 +137,7 @@ func MemoryVolumeSize(template *corev1ac.PodTemplateSpecApplyConfiguration) *res
 
 // warmSettings is the value of AnnotationMemcachedSettings for m.
 func warmSettings(m *cachev1alpha1.Memcached) string {
-	return strings.Join(ContainerSettings(m), "\n")
+	return settings.Format(ContainerSettings(m))
 }
 
 // warmMounts are the memcached container's mounts of them.

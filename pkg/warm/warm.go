@@ -32,6 +32,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/example/memcached-operator/pkg/settings"
 )
 
 // MetaSuffix is the suffix of the file beside the memory file in which
@@ -57,6 +59,11 @@ const EmptyMessage = "memcached started with an empty cache"
 // content of its settings file changed: it restarts memcached warm, in the
 // same container, to take them, with "from" and "to" the settings.
 const SettingsChangedMessage = "memcached's settings changed: restarting it warm to take them"
+
+// RefusedSettingsMessage is the message of the runner's log line when its
+// settings file holds flags the operator does not write: they are left
+// out of memcached's command line.
+const RefusedSettingsMessage = "Refusing settings the operator does not write"
 
 // Outcome is what a memcached started on a memory file said of it.
 type Outcome string
@@ -139,9 +146,12 @@ func Run(ctx context.Context, c Config, stop <-chan os.Signal) (int, error) {
 	}
 	meta := c.MemoryFile + MetaSuffix
 	for attempt := 0; ; attempt++ {
-		settings, err := readSettings(c.SettingsFile)
+		settings, refused, err := readSettings(c.SettingsFile)
 		if err != nil {
 			return 0, err
+		}
+		if refused != nil {
+			c.Log.Error(RefusedSettingsMessage, "error", refused.Error())
 		}
 		saved, err := waitForRestorable(ctx, meta, stop)
 		if err != nil {
@@ -366,13 +376,18 @@ func watchSettings(c Config, running []string, serving, done <-chan struct{}, ch
 	t := time.NewTicker(c.SettingsPoll)
 	defer t.Stop()
 	failing := false
+	told := ""
 	for {
 		select {
 		case <-done:
 			return
 		case <-t.C:
 		}
-		now, err := readSettings(c.SettingsFile)
+		now, refused, err := readSettings(c.SettingsFile)
+		if refused != nil && refused.Error() != told {
+			c.Log.Error(RefusedSettingsMessage, "error", refused.Error())
+			told = refused.Error()
+		}
 		if err != nil {
 			if !failing {
 				c.Log.Error("Cannot read memcached's settings", "error", err.Error())
@@ -389,22 +404,18 @@ func watchSettings(c Config, running []string, serving, done <-chan struct{}, ch
 }
 
 // readSettings reads memcached's flags from file, one per line: none
-// when file is "" (no settings file).
-func readSettings(file string) ([]string, error) {
+// when file is "" (no settings file). Only the flags the operator writes
+// are taken (package settings); refused names the others, left out.
+func readSettings(file string) (flags []string, refused, err error) {
 	if file == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("reading memcached's settings: %w", err)
+		return nil, nil, fmt.Errorf("reading memcached's settings: %w", err)
 	}
-	settings := []string{}
-	for line := range strings.Lines(string(b)) {
-		if line = strings.TrimSpace(line); line != "" {
-			settings = append(settings, line)
-		}
-	}
-	return settings, nil
+	flags, refused = settings.Parse(string(b))
+	return flags, refused, nil
 }
 
 func outcomeOf(mu *sync.Mutex, o *Outcome) Outcome {

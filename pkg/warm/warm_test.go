@@ -89,6 +89,34 @@ func TestNewSettingsRestartMemcachedWarmInTheSameContainer(t *testing.T) {
 	}
 }
 
+// The settings file is a pod's annotation, which others than the operator
+// can write: a flag the operator does not write (here a UDP port, last on
+// the command line) never reaches memcached, at its start or in a change;
+// the runner says what it refused.
+func TestSettingsTheOperatorDoesNotWriteAreRefused(t *testing.T) {
+	dir := memoryDir(t)
+	settings := filepath.Join(t.TempDir(), "settings")
+	writeSettings(t, settings, "--threads=2\n-U 11211\n")
+	w := startWith(t, dir, settings, "-m", "64")
+	if got := stat(t, w.addr, "stats settings", "num_threads"); got != "2" {
+		t.Fatalf("num_threads %s, want 2 from the settings file", got)
+	}
+	if got := stat(t, w.addr, "stats settings", "udpport"); got != "0" {
+		t.Errorf("udpport %s: a refused setting reached memcached", got)
+	}
+	writeSettings(t, settings, "--threads=3\n-o ssl_verify_mode=0\n")
+	w.waitForSetting(t, "num_threads", "3")
+	if got := stat(t, w.addr, "stats settings", "udpport"); got != "0" {
+		t.Errorf("udpport %s after a change", got)
+	}
+	if !w.said(RefusedSettingsMessage) || !w.said("ssl_verify_mode") {
+		t.Errorf("the refused settings were not told:\n%s", w.logs.String())
+	}
+	if code := w.stop(t); code != 0 {
+		t.Fatalf("exit code %d after a stop, want 0", code)
+	}
+}
+
 // A new maximum item size in the settings file restarts memcached in the
 // same runner too, and it starts empty (memcached keeps no item across
 // it), which the runner says with the settings.
