@@ -21,6 +21,9 @@ const (
 	MetricsNamespaceValue = "enabled"
 )
 
+// dnsPort is DNS's port, which the pods may reach in any namespace.
+const dnsPort = 53
+
 // WantsNetworkPolicy tells whether m asks for a NetworkPolicy.
 func WantsNetworkPolicy(m *cachev1alpha1.Memcached) bool {
 	return m.Spec.NetworkPolicy != nil && m.Spec.NetworkPolicy.Enabled
@@ -31,8 +34,10 @@ func WantsNetworkPolicy(m *cachev1alpha1.Memcached) bool {
 // none) and, with monitoring on, its metrics clients on the exporter's
 // port (every pod of the namespaces labelled metrics: enabled when it
 // names none). With key moves, m's own pods are clients too. Nothing
-// else reaches the pods; what they send is not
-// restricted. memcached's port is admitted by number, which every
+// else reaches the pods. What they send is limited to what they need: m's
+// own pods on memcached's port (the key mover, package move) and DNS
+// (port 53 of pods in any namespace); nothing leaves for an address
+// outside m's pods, whatever a membership names. memcached's port is admitted by number, which every
 // NetworkPolicy implementation matches, and by name, which follows each
 // pod's own containerPort: while a change of spec.containerPort rolls
 // out, the old pods keep serving on the old port until they are replaced
@@ -56,8 +61,19 @@ func NetworkPolicy(m *cachev1alpha1.Memcached, replacing bool) *networkingv1ac.N
 	}
 	spec := networkingv1ac.NetworkPolicySpec().
 		WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(servingSelector(m, replacing))).
-		WithPolicyTypes(networkingv1.PolicyTypeIngress).
-		WithIngress(ingressRule(clients, intstr.FromInt32(port(m)), intstr.FromString(PortName), intstr.FromInt32(DiscoveryPort)))
+		WithPolicyTypes(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress).
+		WithIngress(ingressRule(clients, intstr.FromInt32(port(m)), intstr.FromString(PortName), intstr.FromInt32(DiscoveryPort))).
+		WithEgress(
+			networkingv1ac.NetworkPolicyEgressRule().
+				WithTo(networkingv1ac.NetworkPolicyPeer().WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(m)))).
+				WithPorts(
+					networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromInt32(port(m))),
+					networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromString(PortName))),
+			networkingv1ac.NetworkPolicyEgressRule().
+				WithTo(networkingv1ac.NetworkPolicyPeer().WithNamespaceSelector(metav1ac.LabelSelector())).
+				WithPorts(
+					networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolUDP).WithPort(intstr.FromInt32(dnsPort)),
+					networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromInt32(dnsPort))))
 	if RunsExporter(m) {
 		scrapers := peers(np.MetricsClients)
 		if len(scrapers) == 0 {

@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"strconv"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -67,7 +68,19 @@ func TestNetworkPolicy(t *testing.T) {
 			g.Expect(np.Labels).To(Equal(Labels(m)))
 			g.Expect(np.OwnerReferences).To(ConsistOf(HaveField("Controller", HaveValue(BeTrue()))))
 			g.Expect(np.Spec.PodSelector).To(Equal(metav1.LabelSelector{MatchLabels: SelectorLabels(m)}), "exactly this instance's pods")
-			g.Expect(np.Spec.PolicyTypes).To(Equal([]networkingv1.PolicyType{networkingv1.PolicyTypeIngress}), "what the pods send is not restricted")
+			g.Expect(np.Spec.PolicyTypes).To(Equal([]networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}))
+			own := []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(m)}}}
+			anyNamespace := []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}
+			sent := map[string][]networkingv1.NetworkPolicyPeer{}
+			for _, rule := range np.Spec.Egress {
+				g.Expect(rule.To).NotTo(BeEmpty(), "an egress rule to anywhere")
+				for _, p := range rule.Ports {
+					sent[string(*p.Protocol)+"/"+p.Port.String()] = rule.To
+				}
+			}
+			g.Expect(sent).To(Equal(map[string][]networkingv1.NetworkPolicyPeer{
+				"TCP/" + strconv.Itoa(int(port(m))): own, "TCP/memcached": own, "UDP/53": anyNamespace, "TCP/53": anyNamespace,
+			}), "the pods send to their peers and DNS only")
 			got := map[string][]networkingv1.NetworkPolicyPeer{}
 			for _, rule := range np.Spec.Ingress {
 				for _, p := range rule.Ports {
