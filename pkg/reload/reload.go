@@ -198,17 +198,21 @@ func (r *Reloader) Check(ctx context.Context) error {
 			r.c.Log.Warn("the mounted certificate is not fit to serve; memcached keeps the one it has", "error", err.Error())
 			return nil
 		}
-		next := r.published
-		next.cert, next.key, next.ca = now.cert, now.key, now.ca
-		if err := r.publishIfServed(next); err != nil {
-			return err
-		}
 		if gone := removedCAs(r.loaded.ca, now.ca); r.c.ClientCertificate && len(gone) > 0 {
 			// memcached 1.6's refresh_certs adds ca.crt's certificates to
 			// those it trusts and never removes one: a client of a CA
 			// taken out would still get in. Only a new process forgets it.
+			// Nothing is published: a restarted reloader, which takes the
+			// served files as loaded, must see the removal again, and fail
+			// again, until memcached restarts (a new pod starts from the
+			// mounted files).
 			return &Failure{What: "certificate", Err: fmt.Errorf("%s no longer holds %s, and refresh_certs cannot make memcached stop trusting a CA: the pods must restart",
 				material.CAKey, strings.Join(gone, ", "))}
+		}
+		next := r.published
+		next.cert, next.key, next.ca = now.cert, now.key, now.ca
+		if err := r.publishIfServed(next); err != nil {
+			return err
 		}
 		start := time.Now()
 		leaf, err := r.reloadTLS(ctx, now)

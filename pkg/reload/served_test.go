@@ -223,3 +223,36 @@ func TestARestartedReloaderRemembers(t *testing.T) {
 		}
 	})
 }
+
+// A ca.crt that drops a CA fails the reload (memcached cannot stop
+// trusting a CA in place), and keeps failing through the reloader's
+// restarts until memcached restarts: the reduced ca.crt is not served
+// before, so a restarted reloader, which takes the served files as
+// loaded, sees the removal again rather than take it as done.
+func TestACARemovalIsToldUntilMemcachedRestarts(t *testing.T) {
+	ca1, ca2 := newCA(t, "ca1"), newCA(t, "ca2")
+	first := issue(t, ca2, "first")
+	both := append(append([]byte{}, ca1.PEM...), ca2.PEM...)
+	mounted, served := filesDir(t), servedDir(t)
+	writePair(t, mounted, first, both)
+	c := reload.Config{TLSDir: mounted, ServedDir: served, ClientCertificate: true, Timeout: 3 * time.Second}
+	if err := reload.Prepare(c, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	m := startMemcached(t, served, tlsArgs(served, true)...)
+	c.Address = m.addr
+	writePair(t, mounted, first, ca2.PEM)
+	for restart := range 3 {
+		r, err := reload.New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f *reload.Failure
+		if err := r.Check(context.Background()); !errors.As(err, &f) || !strings.Contains(err.Error(), "ca.crt no longer holds CN=ca1") {
+			t.Fatalf("after %d restarts of the reloader: %v, want the CA removal told", restart, err)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(served, material.CAKey)); string(got) != string(both) {
+		t.Errorf("the served ca.crt lost a CA memcached still trusts")
+	}
+}
