@@ -65,3 +65,35 @@ func TestTheEndpointServesOnlyASealedMembership(t *testing.T) {
 	write(seal, []byte(discovery.SealOf(forged.Body(), nil).String()))
 	g.Expect(ask()).To(Equal(forged), "served once the seal vouches for it")
 }
+
+// The endpoint serves at most MaxConnections at once: one more is closed
+// unread, and once one of them ends a new one is served again.
+func TestTheEndpointBoundsItsConnections(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	membership, seal := filepath.Join(dir, "cluster"), filepath.Join(dir, discovery.SealFile)
+	c := discovery.Cluster{Version: 2, Nodes: []discovery.Node{{Host: "c-0.c.ns.svc", IP: "10.0.0.1", Port: 11211}}}
+	g.Expect(os.WriteFile(membership, c.Body(), 0o644)).To(Succeed())
+	g.Expect(os.WriteFile(seal, []byte(discovery.SealOf(c.Body(), nil).String()), 0o644)).To(Succeed())
+	addr := testendpoint.Serve(t, "127.0.0.1", discovery.Config{Membership: membership, Seal: seal, Memcached: testendpoint.Free(t), MaxConnections: 3})
+	var idle []net.Conn
+	for range 3 {
+		conn, err := net.Dial("tcp", addr)
+		g.Expect(err).NotTo(HaveOccurred())
+		idle = append(idle, conn)
+	}
+	ask := func() error {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer conn.Close()
+		g.Expect(conn.SetDeadline(time.Now().Add(2 * time.Second))).To(Succeed())
+		_, err = discovery.Ask(conn)
+		return err
+	}
+	g.Expect(ask()).To(HaveOccurred(), "a fourth connection, while three idle ones are served")
+	idle[0].Close()
+	g.Eventually(ask).WithTimeout(5*time.Second).Should(Succeed(), "served again once one ended")
+	for _, conn := range idle[1:] {
+		conn.Close()
+	}
+}

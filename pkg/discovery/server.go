@@ -39,9 +39,20 @@ type Config struct {
 	// CommandTimeout bounds the wait for each command a connection sends
 	// before it is handed to memcached; a slower client is disconnected.
 	CommandTimeout time.Duration
+	// MaxConnections bounds the connections served at once, handed to
+	// memcached or not (DefaultMaxConnections if 0): one more is closed at
+	// once, unread. The container's memory is small and runs the key mover
+	// too: each connection costs buffers (over TLS, tens of KiB).
+	MaxConnections int
 	// Log receives what goes wrong; nil: nothing is logged.
 	Log *slog.Logger
 }
+
+// DefaultMaxConnections is Config.MaxConnections' default: clients reach
+// the endpoint to discover the slots, then reach memcached at the
+// addresses it lists, and the Node client hands over only the connection
+// it makes before its first discovery.
+const DefaultMaxConnections = 128
 
 const (
 	// maxCommandName is longer than any memcached command's name: a first
@@ -85,6 +96,9 @@ func New(c Config) *Server {
 	if c.CommandTimeout == 0 {
 		c.CommandTimeout = defaultCommandTimeout
 	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
 	if c.DialMemcached == nil {
 		d := &net.Dialer{Timeout: 5 * time.Second}
 		c.DialMemcached = func(ctx context.Context, address string) (net.Conn, error) {
@@ -103,6 +117,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	slots := make(chan struct{}, s.c.MaxConnections)
+	full := false
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -116,9 +132,21 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return err
 		}
+		select {
+		case slots <- struct{}{}:
+			full = false
+		default:
+			// Closed before a byte is read: no handshake, no buffer.
+			conn.Close()
+			if !full {
+				s.c.Log.Warn("refusing connections: the endpoint serves its most at once", "maxConnections", s.c.MaxConnections)
+			}
+			full = true
+			continue
+		}
 		wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer func() { <-slots; wg.Done() }()
 			s.serveConn(ctx, conn)
 		}()
 	}

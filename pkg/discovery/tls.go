@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/example/memcached-operator/pkg/material"
@@ -16,32 +17,64 @@ import (
 
 // ServedTLS is the endpoint's TLS: the certificate and key memcached
 // serves, read from dir (the pod's served directory, which holds only
-// checked files) at each handshake, so that the endpoint serves a
-// rotation when memcached does. With clientCertificates, a client must
+// checked files), so that the endpoint serves a rotation when memcached
+// does. They are parsed again only when the files change (their size or
+// time), not at each handshake. With clientCertificates, a client must
 // present a certificate of dir's ca.crt, as memcached asks of it.
 func ServedTLS(dir string, clientCertificates bool) *tls.Config {
+	var mu sync.Mutex
+	var cached *tls.Config
+	var cachedFor string
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			pair, err := tls.LoadX509KeyPair(filepath.Join(dir, material.CertKey), filepath.Join(dir, material.KeyKey))
-			if err != nil {
-				return nil, fmt.Errorf("the served certificate: %w", err)
-			}
-			c := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
+			files := []string{material.CertKey, material.KeyKey}
 			if clientCertificates {
-				ca, err := os.ReadFile(filepath.Join(dir, material.CAKey))
-				if err != nil {
-					return nil, fmt.Errorf("the served CA: %w", err)
-				}
-				pool := x509.NewCertPool()
-				if !pool.AppendCertsFromPEM(ca) {
-					return nil, errors.New("the served ca.crt holds no certificate")
-				}
-				c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
+				files = append(files, material.CAKey)
 			}
+			version := ""
+			for _, f := range files {
+				fi, err := os.Stat(filepath.Join(dir, f))
+				if err != nil {
+					return nil, fmt.Errorf("the served %s: %w", f, err)
+				}
+				version += fmt.Sprintf("%s:%d:%d ", f, fi.Size(), fi.ModTime().UnixNano())
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if cached != nil && cachedFor == version {
+				return cached, nil
+			}
+			c, err := servedConfig(dir, clientCertificates)
+			if err != nil {
+				return nil, err
+			}
+			cached, cachedFor = c, version
 			return c, nil
 		},
 	}
+}
+
+// servedConfig is the endpoint's TLS configuration from the files dir
+// holds now.
+func servedConfig(dir string, clientCertificates bool) (*tls.Config, error) {
+	pair, err := tls.LoadX509KeyPair(filepath.Join(dir, material.CertKey), filepath.Join(dir, material.KeyKey))
+	if err != nil {
+		return nil, fmt.Errorf("the served certificate: %w", err)
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
+	if clientCertificates {
+		ca, err := os.ReadFile(filepath.Join(dir, material.CAKey))
+		if err != nil {
+			return nil, fmt.Errorf("the served CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(ca) {
+			return nil, errors.New("the served ca.crt holds no certificate")
+		}
+		c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return c, nil
 }
 
 // DialServedTLS connects to memcached over TLS, as the pod's other
