@@ -149,9 +149,14 @@ func SummarizePod(p *corev1.Pod) *Pod {
 			ResourceVersion: p.ResourceVersion,
 		},
 	}
-	if ref := statefulSetOf(p); ref != nil {
-		s.Controller, s.StatefulSet = ref.UID, ref.Name
+	ref := statefulSetOf(p)
+	if ref == nil {
+		// Labelled as the operator's, but no StatefulSet's: the operator
+		// reads no such pod (Store.Pods finds pods by their StatefulSet),
+		// and keeps nothing more of it, whatever it carries.
+		return s
 	}
+	s.Controller, s.StatefulSet = ref.UID, ref.Name
 	s.IP = p.Status.PodIP
 	s.Revision = p.Labels[appsv1.ControllerRevisionHashLabelKey]
 	s.Shape = p.Annotations[desired.AnnotationPodShape]

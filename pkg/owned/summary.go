@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
 )
 
@@ -161,8 +162,10 @@ func SummarizeAnswer(obj client.Object) (*Summary, error) {
 		s.TypeMeta = metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: string(KindServiceMonitor)}
 	case *corev1.ConfigMap:
 		s.TypeMeta = metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: string(KindConfigMap)}
-		s.Membership = o.Data[desired.MembershipKey]
-		s.Move = o.Data[desired.MoveKey]
+		if isMembershipOf(o) {
+			s.Membership = bounded(o.Data[desired.MembershipKey])
+			s.Move = bounded(o.Data[desired.MoveKey])
+		}
 	case *networkingv1.NetworkPolicy:
 		s.TypeMeta = metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: string(KindNetworkPolicy)}
 	default:
@@ -171,6 +174,35 @@ func SummarizeAnswer(obj client.Object) (*Summary, error) {
 	return s, nil
 }
 
+// maxMembershipData bounds what a summary keeps of a membership
+// ConfigMap's key: far more than a membership of the most slots a
+// Memcached may have, or a plan of two, takes. A longer value is not the
+// operator's, and is kept as none.
+const maxMembershipData = 128 << 10
+
+// isMembershipOf tells whether cm is a Memcached's membership ConfigMap:
+// controlled by a Memcached, and named after it. Only such a ConfigMap's
+// data is kept: anyone may label a ConfigMap as the operator's, but the
+// garbage collector removes one whose owner does not exist, and a
+// Memcached has one name, so what the store keeps of ConfigMaps is
+// bounded by the Memcacheds it serves.
+func isMembershipOf(cm *corev1.ConfigMap) bool {
+	ref := metav1.GetControllerOfNoCopy(cm)
+	return ref != nil && ref.Kind == cachev1alpha1.Kind && ref.APIVersion == cachev1alpha1.SchemeGroupVersion.String() &&
+		cm.Name == ref.Name+desired.MembershipSuffix
+}
+
+func bounded(v string) string {
+	if len(v) > maxMembershipData {
+		return ""
+	}
+	return v
+}
+
+// summaryMeta is the metadata a summary keeps of o: of its owner
+// references, the controller's only (the one the operator reads), so that
+// an object labelled as the operator's by another hand costs the store a
+// few hundred bytes, whatever it carries.
 func summaryMeta(o client.Object) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{
 		Name:              o.GetName(),
@@ -180,7 +212,9 @@ func summaryMeta(o client.Object) metav1.ObjectMeta {
 		Generation:        o.GetGeneration(),
 		CreationTimestamp: o.GetCreationTimestamp(),
 		DeletionTimestamp: o.GetDeletionTimestamp(),
-		OwnerReferences:   o.GetOwnerReferences(),
+	}
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
+		m.OwnerReferences = []metav1.OwnerReference{*ref}
 	}
 	if e := ownApply(o.GetManagedFields()); e != nil {
 		own := *e
