@@ -527,4 +527,56 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", name, err)
 		g.Expect(strings.Contains(err.Error(), "system:serviceaccount:"+operatorNamespace+":"+operatorSA)).To(BeTrue())
 	}
+	writesOnlyItsOwn(t, sa, ns)
+}
+
+// writesOnlyItsOwn checks that the operator's ServiceAccount (sa), whose
+// roles let it patch and delete pods, ConfigMaps and workloads in ns, is
+// refused every such write to an object that is not a Memcached's (the
+// bundle's ValidatingAdmissionPolicy), and may write its own.
+func writesOnlyItsOwn(t *testing.T, sa client.Client, ns string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "someone-elses", Namespace: ns},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	g.Expect(k8s.Create(ctx, pod)).To(Succeed())
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses", Namespace: ns}, Data: map[string]string{"k": "v"}}
+	g.Expect(k8s.Create(ctx, cm)).To(Succeed())
+	// Labelled as the operator's, but no Memcached's.
+	labelled := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "labelled", Namespace: ns,
+		Labels: map[string]string{desired.LabelManagedBy: desired.ManagedBy}}}
+	g.Expect(k8s.Create(ctx, labelled)).To(Succeed())
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses", Namespace: ns},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	g.Expect(k8s.Create(ctx, svc)).To(Succeed())
+	image := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"containers":[{"name":"c","image":"evil"}]}}`))
+	note := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"x":"y"}}}`))
+	for name, call := range map[string]func() error{
+		"change another pod's image":  func() error { return sa.Patch(ctx, pod, image) },
+		"delete another pod":          func() error { return sa.Delete(ctx, pod) },
+		"change another ConfigMap":    func() error { return sa.Patch(ctx, cm, note) },
+		"delete another ConfigMap":    func() error { return sa.Delete(ctx, cm) },
+		"change a labelled ConfigMap": func() error { return sa.Patch(ctx, labelled, note) },
+		"change another Service":      func() error { return sa.Patch(ctx, svc, note) },
+		"create a ConfigMap of no Memcached": func() error {
+			return sa.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "new", Namespace: ns, Labels: labelled.Labels}})
+		},
+	} {
+		err := call()
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", name, err)
+		g.Expect(err.Error()).To(ContainSubstring("writes only objects of its own"), name)
+	}
+
+	// Its own: a Memcached's StatefulSet and its pod.
+	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "own", Namespace: ns}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
+	g.Expect(k8s.Create(ctx, m)).To(Succeed())
+	own := &corev1.Pod{}
+	g.Eventually(func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "own-0"}, own)
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	g.Expect(sa.Patch(ctx, own, note)).To(Succeed(), "the operator's own pod")
+	g.Expect(sa.Patch(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "own", Namespace: ns}}, note)).To(Succeed(), "the operator's own StatefulSet")
 }

@@ -53,7 +53,20 @@ var conditions = map[string]string{
 	"ServiceMonitor/controller-manager-metrics":             "and $.Values.metrics.enabled $.Values.metrics.serviceMonitor.enabled",
 	"Namespace/system":                                      "-", // Helm installs into the release's namespace.
 	"CustomResourceDefinition/memcacheds.cache.example.com": "crd",
+	"ValidatingAdmissionPolicy/writes-only-its-own":         "$.Values.admissionPolicy.enabled",
+	"ValidatingAdmissionPolicyBinding/writes-only-its-own":  "$.Values.admissionPolicy.enabled",
 }
+
+// clusterScoped are kinds of manifests/default that kustomize sets a
+// namespace on though they have none.
+var clusterScoped = map[string]bool{"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
+
+// operatorUser is the operator's ServiceAccount as manifests/default names
+// it in its ValidatingAdmissionPolicy, and chartUser as the chart does.
+const (
+	operatorUser = "system:serviceaccount:memcached-operator-system:memcached-operator-controller-manager"
+	chartUser    = "system:serviceaccount:{{ $.Release.Namespace }}:{{ $.Release.Name }}-controller-manager"
+)
 
 // args maps each argument of the manager container in manifests/default
 // to the lines of the chart's template. An argument missing here stops
@@ -128,9 +141,23 @@ func chart(in inputs, v semver.Version) (map[string][]byte, error) {
 			}
 		}
 		releaseNames(obj)
+		if clusterScoped[o.GetKind()] {
+			// kustomize's namespace transformer does not know these kinds
+			// are cluster-scoped (the apiserver drops the namespace).
+			unstructured.RemoveNestedField(obj.Object, "metadata", "namespace")
+		}
 		text, err := render(obj, blocks)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		if o.GetKind() == "ValidatingAdmissionPolicy" {
+			if !strings.Contains(text, operatorUser) {
+				return nil, fmt.Errorf("%s does not name the operator's ServiceAccount, %s", key, operatorUser)
+			}
+			text = strings.ReplaceAll(text, operatorUser, chartUser)
+		}
+		if name, ok, _ := unstructured.NestedString(obj.Object, "spec", "policyName"); ok {
+			text = strings.ReplaceAll(text, "policyName: "+name, "policyName: '{{ $.Release.Name }}-"+strings.TrimPrefix(name, namePrefix)+"'")
 		}
 		files["templates/"+fileName(o)] = []byte(generatedHeader + wrap(cond, text))
 	}
@@ -435,6 +462,13 @@ takeover:
 # Only pods in namespaces labelled cache.example.com/metrics=enabled may
 # reach the metrics port.
 networkPolicy:
+  enabled: true
+
+# A ValidatingAdmissionPolicy (Kubernetes 1.30 and later) that refuses the
+# operator's ServiceAccount every write to a pod, ConfigMap, Service or
+# workload that does not carry its label and belong to a Memcached: its
+# roles alone let it patch any pod of the namespaces it watches.
+admissionPolicy:
   enabled: true
 
 resources:
