@@ -148,8 +148,15 @@ $(VULNDB)/index/db.json: hack/tools/vuln/go.mod hack/tools/vuln/go.sum
 	$(BIN_DIR)/indexdb -vulns "$$(cd hack/tools/vuln && go list -m -f '{{.Dir}}' golang.org/x/vulndb)/data/osv" -out $(VULNDB)
 
 .PHONY: vulncheck
-vulncheck: $(GOVULNCHECK) $(VULNDB)/index/db.json ## Fail on a known vulnerability the operator's or the reloader's code reaches that hack/vuln-accepted.txt does not accept with a reason (govulncheck, offline database).
+# The programs the operator image ships, built as the Dockerfile builds
+# them (its toolchain: go.mod's, which GOTOOLCHAIN enforces there too).
+RELEASE_DIR := $(BIN_DIR)/release
+vulncheck: $(GOVULNCHECK) $(VULNDB)/index/db.json ## Fail on a known vulnerability the operator's programs reach, in their source and in the binaries the image ships, that hack/vuln-accepted.txt does not accept with a reason (govulncheck, offline database).
 	go run ./hack/vulncheck -govulncheck $(GOVULNCHECK) -db $(VULNDB) -accepted hack/vuln-accepted.txt ./cmd/...
+	mkdir -p $(RELEASE_DIR)
+	go build -trimpath -o $(RELEASE_DIR)/ $$(sed -n 's|^RUN CGO_ENABLED=0 go build -trimpath -o bin/ \(.*\) &&.*$$|\1|p' Dockerfile)
+	go run ./hack/vulncheck -binary -govulncheck $(GOVULNCHECK) -db $(VULNDB) -accepted hack/vuln-accepted.txt \
+		$(RELEASE_DIR)/cmd $(RELEASE_DIR)/reloader $(RELEASE_DIR)/discovery $(RELEASE_DIR)/warm
 
 bench-check: k8s-binaries build ## A small benchmark (20 Memcacheds, no baseline) that fails when a hard promise breaks: any 409, any request at rest.
 	go run ./hack/bench -n 20 -skip-baseline -steady 15s -sync-period 5s

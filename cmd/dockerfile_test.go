@@ -164,3 +164,32 @@ func ignored(patterns []string, p string) bool {
 	}
 	return false
 }
+
+// The builder stage builds with exactly the toolchain go.mod names, whatever
+// Go its base image's tag holds.
+func TestTheDockerfileBuildsWithGoModsToolchain(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toolchain := ""
+	for line := range strings.Lines(string(gomod)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "toolchain "); ok {
+			toolchain = v
+		}
+	}
+	if toolchain == "" {
+		t.Fatal("go.mod names no toolchain")
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), "\nENV GOTOOLCHAIN="+toolchain+"\n") {
+		t.Errorf("the Dockerfile does not set GOTOOLCHAIN=%s, go.mod's toolchain", toolchain)
+	}
+}

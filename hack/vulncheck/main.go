@@ -8,6 +8,10 @@
 //	go run ./hack/vulncheck -govulncheck bin/govulncheck -db bin/vulndb \
 //	    -accepted hack/vuln-accepted.txt ./cmd/...
 //
+// With -binary, the arguments are built programs instead (govulncheck's
+// binary mode): what ships, built with the toolchain that built it, is
+// what is scanned; the findings of all of them are taken together.
+//
 // The accepted file has one finding per line, "GO-YYYY-NNNN reason"; empty
 // lines and lines starting with # are comments.
 package main
@@ -60,18 +64,19 @@ func main() {
 	govulncheck := flag.String("govulncheck", "govulncheck", "the govulncheck binary")
 	db := flag.String("db", "", "directory of the vulnerability database (indexdb's output)")
 	acceptedFile := flag.String("accepted", "hack/vuln-accepted.txt", "the accepted findings")
+	binary := flag.Bool("binary", false, "the arguments are built programs, scanned in govulncheck's binary mode")
 	flag.Parse()
 	if *db == "" || flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: vulncheck -db DIR [-govulncheck BIN] [-accepted FILE] PACKAGES...")
+		fmt.Fprintln(os.Stderr, "usage: vulncheck -db DIR [-govulncheck BIN] [-accepted FILE] [-binary] PACKAGES-OR-PROGRAMS...")
 		os.Exit(2)
 	}
-	if err := run(*govulncheck, *db, *acceptedFile, flag.Args()); err != nil {
+	if err := run(*govulncheck, *db, *acceptedFile, *binary, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "vulncheck:", err)
 		os.Exit(1)
 	}
 }
 
-func run(govulncheck, db, acceptedFile string, pkgs []string) error {
+func run(govulncheck, db, acceptedFile string, binary bool, targets []string) error {
 	accepted, err := readAccepted(acceptedFile)
 	if err != nil {
 		return err
@@ -80,19 +85,35 @@ func run(govulncheck, db, acceptedFile string, pkgs []string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(govulncheck, append([]string{"-db", "file://" + abs, "-format", "json"}, pkgs...)...)
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	// govulncheck's JSON mode exits 0 whatever it finds; anything else is a
-	// failure to scan.
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s: %w\n%s", govulncheck, err, stderr.String())
+	// One scan of the packages; one per program in binary mode.
+	scans := [][]string{targets}
+	if binary {
+		scans = nil
+		for _, t := range targets {
+			scans = append(scans, []string{"-mode", "binary", t})
+		}
 	}
-	found, scanner, err := parse(&out)
-	if err != nil {
-		return err
+	found := map[string]reached{}
+	for _, args := range scans {
+		cmd := exec.Command(govulncheck, append([]string{"-db", "file://" + abs, "-format", "json"}, args...)...)
+		var out, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		// govulncheck's JSON mode exits 0 whatever it finds; anything else
+		// is a failure to scan.
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s: %w\n%s", govulncheck, err, stderr.String())
+		}
+		some, scanner, err := parse(&out)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("govulncheck %s over %s, database %s\n", scanner, strings.Join(args, " "), abs)
+		for id, r := range some {
+			if _, ok := found[id]; !ok {
+				found[id] = r
+			}
+		}
 	}
-	fmt.Printf("govulncheck %s over %s, database %s\n", scanner, strings.Join(pkgs, " "), abs)
 
 	var problems []string
 	ids := make([]string, 0, len(found))
@@ -140,7 +161,10 @@ func parse(r io.Reader) (map[string]reached, string, error) {
 		}
 		switch {
 		case m.Config != nil:
-			scanner = m.Config.ScannerVersion + " (" + m.Config.GoVersion + ")"
+			scanner = m.Config.ScannerVersion
+			if m.Config.GoVersion != "" {
+				scanner += " (" + m.Config.GoVersion + ")"
+			}
 		case m.OSV != nil:
 			summaries[m.OSV.ID] = m.OSV.Summary
 		case m.Finding != nil && len(m.Finding.Trace) > 0 && m.Finding.Trace[0].Function != "":
