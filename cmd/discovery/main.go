@@ -54,6 +54,7 @@ func main() {
 	flag.StringVar(&authFile, "auth-file", "", "memcached's authentication file, whose first entry logs in to the pods keys are moved between.")
 	flag.IntVar(&moveRate, "move-rate", 20000, "Keys a second a move reads and writes at most.")
 	flag.IntVar(&c.MaxConnections, "max-connections", discovery.DefaultMaxConnections, "Connections served at once, handed to memcached or not; one more is closed unread.")
+	flag.IntVar(&c.MaxConnectionsPerClient, "max-connections-per-client", discovery.DefaultMaxConnectionsPerClient, "Connections of one client address served at once.")
 	flag.Parse()
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))

@@ -97,3 +97,34 @@ func TestTheEndpointBoundsItsConnections(t *testing.T) {
 		conn.Close()
 	}
 }
+
+// One client's connections are bounded apart from the others': its flood
+// leaves another client served.
+func TestOneClientsFloodLeavesTheOthersServed(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	membership, seal := filepath.Join(dir, "cluster"), filepath.Join(dir, discovery.SealFile)
+	c := discovery.Cluster{Version: 2, Nodes: []discovery.Node{{Host: "c-0.c.ns.svc", IP: "10.0.0.1", Port: 11211}}}
+	g.Expect(os.WriteFile(membership, c.Body(), 0o644)).To(Succeed())
+	g.Expect(os.WriteFile(seal, []byte(discovery.SealOf(c.Body(), nil).String()), 0o644)).To(Succeed())
+	addr := testendpoint.Serve(t, "127.0.0.1", discovery.Config{Membership: membership, Seal: seal, Memcached: testendpoint.Free(t), MaxConnectionsPerClient: 2})
+	from := func(ip string) (net.Conn, error) {
+		d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		return d.Dial("tcp", addr)
+	}
+	ask := func(ip string) error {
+		conn, err := from(ip)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer conn.Close()
+		g.Expect(conn.SetDeadline(time.Now().Add(2 * time.Second))).To(Succeed())
+		_, err = discovery.Ask(conn)
+		return err
+	}
+	for range 2 {
+		conn, err := from("127.0.0.1")
+		g.Expect(err).NotTo(HaveOccurred())
+		defer conn.Close()
+	}
+	g.Eventually(func() error { return ask("127.0.0.1") }).Should(HaveOccurred(), "a third connection of the flooding client")
+	g.Expect(ask("127.0.0.2")).To(Succeed(), "another client, during the flood")
+}

@@ -44,6 +44,10 @@ type Config struct {
 	// once, unread. The container's memory is small and runs the key mover
 	// too: each connection costs buffers (over TLS, tens of KiB).
 	MaxConnections int
+	// MaxConnectionsPerClient bounds those of one client address
+	// (DefaultMaxConnectionsPerClient if 0), so that one client's flood
+	// leaves the others served.
+	MaxConnectionsPerClient int
 	// Log receives what goes wrong; nil: nothing is logged.
 	Log *slog.Logger
 }
@@ -53,6 +57,10 @@ type Config struct {
 // addresses it lists, and the Node client hands over only the connection
 // it makes before its first discovery.
 const DefaultMaxConnections = 128
+
+// DefaultMaxConnectionsPerClient is Config.MaxConnectionsPerClient's
+// default.
+const DefaultMaxConnectionsPerClient = 16
 
 const (
 	// maxCommandName is longer than any memcached command's name: a first
@@ -99,6 +107,9 @@ func New(c Config) *Server {
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = DefaultMaxConnections
 	}
+	if c.MaxConnectionsPerClient <= 0 {
+		c.MaxConnectionsPerClient = DefaultMaxConnectionsPerClient
+	}
 	if c.DialMemcached == nil {
 		d := &net.Dialer{Timeout: 5 * time.Second}
 		c.DialMemcached = func(ctx context.Context, address string) (net.Conn, error) {
@@ -117,8 +128,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	slots := make(chan struct{}, s.c.MaxConnections)
-	full := false
+	open := connections{max: s.c.MaxConnections, perClient: s.c.MaxConnectionsPerClient, by: map[string]int{}}
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -132,23 +142,58 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return err
 		}
-		select {
-		case slots <- struct{}{}:
-			full = false
-		default:
+		client, _, _ := net.SplitHostPort(conn.RemoteAddr().String())
+		if refused := open.take(client); refused != "" {
 			// Closed before a byte is read: no handshake, no buffer.
 			conn.Close()
-			if !full {
-				s.c.Log.Warn("refusing connections: the endpoint serves its most at once", "maxConnections", s.c.MaxConnections)
+			if refused != open.told {
+				s.c.Log.Warn("refusing connections", "why", refused, "maxConnections", s.c.MaxConnections, "maxConnectionsPerClient", s.c.MaxConnectionsPerClient)
+				open.told = refused
 			}
-			full = true
 			continue
 		}
 		wg.Add(1)
 		go func() {
-			defer func() { <-slots; wg.Done() }()
+			defer func() { open.give(client); wg.Done() }()
 			s.serveConn(ctx, conn)
 		}()
+	}
+}
+
+// connections counts the connections served, in all and by client
+// address.
+type connections struct {
+	mu             sync.Mutex
+	max, perClient int
+	n              int
+	by             map[string]int
+	// told is the last refusal logged: one line per kind of refusal in a
+	// row, not one per connection.
+	told string
+}
+
+// take counts a connection of client, or says why it is refused.
+func (c *connections) take(client string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.n >= c.max:
+		return "the endpoint serves its most connections at once"
+	case c.by[client] >= c.perClient:
+		return "a client has its most connections at once"
+	}
+	c.n++
+	c.by[client]++
+	c.told = ""
+	return ""
+}
+
+func (c *connections) give(client string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n--
+	if c.by[client]--; c.by[client] <= 0 {
+		delete(c.by, client)
 	}
 }
 
