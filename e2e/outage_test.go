@@ -94,11 +94,15 @@ func TestAPIServerOutage(t *testing.T) {
 			g.Eventually(func() error { return syscall.Kill(pid, 0) }).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).
 				Should(MatchError(syscall.ESRCH), "kube-apiserver exits")
 			t.Logf("kube-apiserver (pid %d) stopped", pid)
+			// No cluster the other tests make meanwhile takes its port.
+			release, err := localCluster.HoldAPIServerPort()
+			g.Expect(err).NotTo(HaveOccurred())
 			// Woken, the operator has the specs' events and no apiserver to
 			// apply them to.
 			resume()
 			time.Sleep(outage - time.Since(stopped))
 			g.Expect(operator.Exited()).To(BeFalse(), "the operator exited while the apiserver was away")
+			release()
 
 			// kwokctl starts the components that are not running. The
 			// controller manager and the scheduler exit once they cannot

@@ -66,7 +66,10 @@ func TestInformersResumeWithinSecondsOfAnOutage(t *testing.T) {
 	pids, err := c.PIDs()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(syscall.Kill(pids["kube-apiserver"], syscall.SIGKILL)).To(Succeed())
+	release, err := c.HoldAPIServerPort()
+	g.Expect(err).NotTo(HaveOccurred())
 	time.Sleep(outage)
+	release()
 	g.Expect(c.StartStopped(ctx)).To(Succeed())
 
 	hc, err := rest.HTTPClientFor(cfg)
