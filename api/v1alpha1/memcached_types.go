@@ -5,6 +5,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// MaxSize is the largest size a Memcached may have: spec.size's Maximum
+// in the CRD, which the operator holds its StatefulSet to as well
+// (TestTheCRDBoundsTheSizeAtMaxSize).
+const MaxSize = 100
+
 // MemcachedSpec is the desired state of a Memcached cache.
 //
 // The rules below refuse, when the Memcached is applied, what the apiserver
@@ -15,11 +20,6 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.monitoring) || !self.monitoring.enabled || !has(self.containerPort) || self.containerPort != 9150",fieldPath=".containerPort",reason="FieldValueForbidden",message="containerPort must not be 9150 while monitoring is on: the exporter listens on it in the same pod"
 // +kubebuilder:validation:XValidation:rule="!has(self.podAnnotations) || !self.podAnnotations.exists(k, k.startsWith('cache.example.com/'))",fieldPath=".podAnnotations",reason="FieldValueForbidden",message="podAnnotations must not set keys under cache.example.com/: the operator sets them"
 // +kubebuilder:validation:XValidation:rule="!has(self.podLabels) || !self.podLabels.exists(k, k in ['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/managed-by', 'cache.example.com/memcached', 'controller-revision-hash', 'statefulset.kubernetes.io/pod-name', 'apps.kubernetes.io/pod-index'])",fieldPath=".podLabels",reason="FieldValueForbidden",message="podLabels must not set app.kubernetes.io/name, app.kubernetes.io/instance, app.kubernetes.io/managed-by, cache.example.com/memcached or the StatefulSet controller's labels (controller-revision-hash, statefulset.kubernetes.io/pod-name, apps.kubernetes.io/pod-index): the operator and the StatefulSet controller set them to select the pods"
-// MaxSize is the largest size a Memcached may have: spec.size's Maximum
-// in the CRD, which the operator holds its StatefulSet to as well
-// (TestTheCRDBoundsTheSizeAtMaxSize).
-const MaxSize = 100
-
 type MemcachedSpec struct {
 	// size is the number of memcached pods. It is the scale subresource's
 	// replica count, so `kubectl scale memcached/NAME --replicas=N` and a
