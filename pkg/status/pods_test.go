@@ -25,8 +25,8 @@ func pod(name string, st corev1.PodStatus) *owned.Pod {
 	return owned.SummarizePod(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: "ns",
-			Labels:          map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: "5d8f"},
-			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "cache-5d8f", Controller: ptr.To(true)}},
+			Labels:          map[string]string{appsv1.ControllerRevisionHashLabelKey: "cache-5d8f"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "cache", UID: "uid-cache", Controller: ptr.To(true)}},
 		},
 		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached", Image: "localhost/memcached:nope"}}},
 		Status: st,
