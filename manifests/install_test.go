@@ -552,7 +552,7 @@ func writesOnlyItsOwn(t *testing.T, sa client.Client, ns string) {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses", Namespace: ns},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
 	g.Expect(k8s.Create(ctx, svc)).To(Succeed())
-	image := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"containers":[{"name":"c","image":"evil"}]}}`))
+	image := client.RawPatch(types.StrategicMergePatchType, []byte(`{"spec":{"containers":[{"name":"c","image":"evil"}]}}`))
 	note := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"x":"y"}}}`))
 	for name, call := range map[string]func() error{
 		"change another pod's image":  func() error { return sa.Patch(ctx, pod, image) },

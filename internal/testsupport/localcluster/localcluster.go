@@ -7,13 +7,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -131,15 +131,16 @@ func (c *Cluster) PIDs() (map[string]int, error) {
 	return pids, nil
 }
 
-// HoldAPIServerPort binds c's kube-apiserver port, which must be free (its
-// apiserver killed), until release: kwokctl gives a cluster created
-// meanwhile, by a test running beside, ports that are free at the time,
-// and one that took this port would keep c's apiserver from starting again
-// (seen: "bind: address already in use", then another cluster's apiserver
-// answering on it). The socket is bound, not listening, without
-// SO_REUSEADDR: no one else binds the port, and a client's connection is
-// refused, as with no apiserver at all. Release it right before
-// StartStopped.
+// HoldAPIServerPort listens on c's kube-apiserver port, which must be
+// free (its apiserver killed), until release: kwokctl gives a cluster
+// created meanwhile, by a test running beside, ports that are free at the
+// time, and one that took this port would keep c's apiserver from starting
+// again (seen: "bind: address already in use", then another cluster's
+// apiserver answering on it). A listening socket: a socket only bound
+// would not bind while the killed apiserver's connections wait in
+// TIME_WAIT without SO_REUSEADDR, and with it would not keep others from
+// binding. Each connection is reset at once, an unreachable apiserver as
+// a refused one is. Release it right before StartStopped.
 func (c *Cluster) HoldAPIServerPort() (release func(), err error) {
 	cfg, err := c.Config()
 	if err != nil {
@@ -149,25 +150,31 @@ func (c *Cluster) HoldAPIServerPort() (release func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := strconv.Atoi(u.Port())
-	if err != nil {
-		return nil, fmt.Errorf("the kube-apiserver's port in %s: %w", cfg.Host, err)
-	}
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		return nil, err
-	}
+	var ln net.Listener
 	// The killed apiserver's socket closes a moment after its exit.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if err = syscall.Bind(fd, &syscall.SockaddrInet4{Port: port}); err == nil || time.Now().After(deadline) {
+		if ln, err = net.Listen("tcp", ":"+u.Port()); err == nil || time.Now().After(deadline) {
 			break
 		}
 	}
 	if err != nil {
-		_ = syscall.Close(fd)
-		return nil, fmt.Errorf("holding the kube-apiserver's port %d: %w", port, err)
+		return nil, fmt.Errorf("holding the kube-apiserver's port %s: %w", u.Port(), err)
 	}
-	return func() { _ = syscall.Close(fd) }, nil
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if tc, ok := conn.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
+			_ = conn.Close()
+		}
+	}()
+	return func() { _ = ln.Close(); <-done }, nil
 }
 
 // StartStopped starts the cluster's components that are not running, as
