@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/discovery"
 )
 
 // The flood: idle connections that send nothing, and connections that
@@ -77,6 +78,17 @@ func TestTheEndpointWithstandsAFlood(t *testing.T) {
 			pod := &corev1.Pod{}
 			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "flood-0"}, pod)).To(Succeed())
 			endpoint := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(desired.DiscoveryPort)))
+			// The membership lists the slot a moment after its pod is
+			// ready, once the pod is told of it.
+			g.Eventually(func(g Gomega) {
+				conn, err := net.DialTimeout("tcp", endpoint, 2*time.Second)
+				g.Expect(err).NotTo(HaveOccurred())
+				defer conn.Close()
+				_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+				served, err := discovery.Ask(conn)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(served.Nodes).To(HaveLen(1))
+			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the endpoint serves the slot")
 			before := containerMemoryPeak(g, pod, desired.DiscoveryContainerName)
 
 			var mu sync.Mutex
