@@ -3,6 +3,7 @@ package memcached
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -234,10 +235,10 @@ func (s *scope) send(ctx context.Context, k ownedKind, want runtime.ApplyConfigu
 	switch {
 	case create && apierrors.IsConflict(err):
 		return fmt.Errorf("creating %s %s: one of that name exists that the operator has not seen yet: %w", k.kind, k.key(m).Name, err)
-	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		// The namespace is going away, and the Memcached with it: nothing
-		// to create, and no status worth writing.
-		log.V(1).Info("Not applying: the namespace is terminating", "kind", k.kind)
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) || namespaceGone(err):
+		// The namespace is going away, or gone, and the Memcached with it:
+		// nothing to create, and no status worth writing.
+		log.V(1).Info("Not applying: the namespace is terminating or gone", "kind", k.kind)
 		return errMemcachedGone
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 		log.Error(err, "The apiserver refused the object", "kind", k.kind)
@@ -249,6 +250,18 @@ func (s *scope) send(ctx context.Context, k ownedKind, want runtime.ApplyConfigu
 	}
 	appliesSent.WithLabelValues(string(k.kind)).Inc()
 	return nil
+}
+
+// namespaceGone tells whether err is the apiserver's answer that the
+// namespace of the object no longer exists: a reconcile the cache started
+// before its Memcached's namespace was deleted.
+func namespaceGone(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Kind == "namespaces"
 }
 
 // whoChanged names the managers that took fields of current from the

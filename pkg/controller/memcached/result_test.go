@@ -57,3 +57,15 @@ func TestReconcileResult(t *testing.T) {
 	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue(), "refusals alone are terminal")
 	g.Expect(res).To(Equal(ctrl.Result{}))
 }
+
+// An apply into a namespace that no longer exists is the Memcached gone,
+// not a failure to retry; another object's absence is not.
+func TestANamespaceGoneIsTheMemcachedGone(t *testing.T) {
+	gone := apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ns")
+	if !namespaceGone(fmt.Errorf("applying StatefulSet cache: %w", gone)) {
+		t.Errorf("%v: not taken for the namespace gone", gone)
+	}
+	if other := apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "cache"); namespaceGone(other) {
+		t.Errorf("%v: taken for the namespace gone", other)
+	}
+}
