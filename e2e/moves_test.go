@@ -163,6 +163,22 @@ func (w *writer) halt() { close(w.stop); <-w.done }
 
 func keyName(i int) string { return fmt.Sprintf("moved-%d", i) }
 
+// discoveryEndpoints are the discovery endpoints of the pods of the
+// Memcached key now.
+func discoveryEndpoints(t *testing.T, cfg *envconf.Config, key client.ObjectKey) []string {
+	pods := &corev1.PodList{}
+	if err := kube(t, cfg).List(context.Background(), pods, client.InNamespace(key.Namespace), client.MatchingLabels{desired.LabelInstance: key.Name}); err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
+			out = append(out, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(desired.DiscoveryPort))))
+		}
+	}
+	return out
+}
+
 // A Memcached whose clients hash with libmemcached's ketama
 // (spec.keyMoves) keeps its keys through a scale-up made through the scale
 // subresource, as an HPA makes it, and through a scale-down: each key is
@@ -176,21 +192,8 @@ func TestAScaleMovesTheKeys(t *testing.T) {
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "moving"} }
 	rc := &ringClient{}
 	latest := map[string]string{}
-	// endpoints are the discovery endpoints of the pods now.
 	endpoints := func(t *testing.T, cfg *envconf.Config) func() []string {
-		return func() []string {
-			pods := &corev1.PodList{}
-			if err := kube(t, cfg).List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{desired.LabelInstance: "moving"}); err != nil {
-				return nil
-			}
-			var out []string
-			for _, p := range pods.Items {
-				if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
-					out = append(out, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(desired.DiscoveryPort))))
-				}
-			}
-			return out
-		}
+		return func() []string { return discoveryEndpoints(t, cfg, key()) }
 	}
 	// moved waits until the move to size slots has ended, then reads every
 	// key through the new membership: at least 95% hold their last value,

@@ -40,19 +40,7 @@ func TestAForgedPlanMovesNothing(t *testing.T) {
 	var ns string
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "forged"} }
 	rc := &ringClient{}
-	endpoints := func(t *testing.T, cfg *envconf.Config) []string {
-		pods := &corev1.PodList{}
-		if err := kube(t, cfg).List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{desired.LabelInstance: "forged"}); err != nil {
-			return nil
-		}
-		var out []string
-		for _, p := range pods.Items {
-			if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
-				out = append(out, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(desired.DiscoveryPort))))
-			}
-		}
-		return out
-	}
+	endpoints := func(t *testing.T, cfg *envconf.Config) []string { return discoveryEndpoints(t, cfg, key()) }
 	// outside is an address no pod of the Memcached has: a listener of
 	// this machine, on all its addresses, counting who connects.
 	var outside net.Listener

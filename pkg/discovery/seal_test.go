@@ -70,12 +70,7 @@ func TestTheEndpointServesOnlyASealedMembership(t *testing.T) {
 // unread, and once one of them ends a new one is served again.
 func TestTheEndpointBoundsItsConnections(t *testing.T) {
 	g := NewWithT(t)
-	dir := t.TempDir()
-	membership, seal := filepath.Join(dir, "cluster"), filepath.Join(dir, discovery.SealFile)
-	c := discovery.Cluster{Version: 2, Nodes: []discovery.Node{{Host: "c-0.c.ns.svc", IP: "10.0.0.1", Port: 11211}}}
-	g.Expect(os.WriteFile(membership, c.Body(), 0o644)).To(Succeed())
-	g.Expect(os.WriteFile(seal, []byte(discovery.SealOf(c.Body(), nil).String()), 0o644)).To(Succeed())
-	addr := testendpoint.Serve(t, "127.0.0.1", discovery.Config{Membership: membership, Seal: seal, Memcached: testendpoint.Free(t), MaxConnections: 3})
+	addr := sealedEndpoint(t, discovery.Config{MaxConnections: 3})
 	var idle []net.Conn
 	for range 3 {
 		conn, err := net.Dial("tcp", addr)
@@ -102,12 +97,7 @@ func TestTheEndpointBoundsItsConnections(t *testing.T) {
 // leaves another client served.
 func TestOneClientsFloodLeavesTheOthersServed(t *testing.T) {
 	g := NewWithT(t)
-	dir := t.TempDir()
-	membership, seal := filepath.Join(dir, "cluster"), filepath.Join(dir, discovery.SealFile)
-	c := discovery.Cluster{Version: 2, Nodes: []discovery.Node{{Host: "c-0.c.ns.svc", IP: "10.0.0.1", Port: 11211}}}
-	g.Expect(os.WriteFile(membership, c.Body(), 0o644)).To(Succeed())
-	g.Expect(os.WriteFile(seal, []byte(discovery.SealOf(c.Body(), nil).String()), 0o644)).To(Succeed())
-	addr := testendpoint.Serve(t, "127.0.0.1", discovery.Config{Membership: membership, Seal: seal, Memcached: testendpoint.Free(t), MaxConnectionsPerClient: 2})
+	addr := sealedEndpoint(t, discovery.Config{MaxConnectionsPerClient: 2})
 	from := func(ip string) (net.Conn, error) {
 		d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
 		return d.Dial("tcp", addr)
@@ -127,4 +117,20 @@ func TestOneClientsFloodLeavesTheOthersServed(t *testing.T) {
 	}
 	g.Eventually(func() error { return ask("127.0.0.1") }).Should(HaveOccurred(), "a third connection of the flooding client")
 	g.Expect(ask("127.0.0.2")).To(Succeed(), "another client, during the flood")
+}
+
+// sealedEndpoint serves, as c says, a membership of one slot its seal
+// vouches for, and returns the endpoint's address.
+func sealedEndpoint(t *testing.T, c discovery.Config) string {
+	t.Helper()
+	dir := t.TempDir()
+	c.Membership, c.Seal, c.Memcached = filepath.Join(dir, "cluster"), filepath.Join(dir, discovery.SealFile), testendpoint.Free(t)
+	cluster := discovery.Cluster{Version: 2, Nodes: []discovery.Node{{Host: "c-0.c.ns.svc", IP: "10.0.0.1", Port: 11211}}}
+	if err := os.WriteFile(c.Membership, cluster.Body(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.Seal, []byte(discovery.SealOf(cluster.Body(), nil).String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return testendpoint.Serve(t, "127.0.0.1", c)
 }
