@@ -89,10 +89,9 @@ type Reconciler struct {
 	toldPodProblems sync.Map
 	// sentStatus holds, by Memcached, the last status written (sentStatus).
 	sentStatus sync.Map
-	// publishedSeals holds, by Memcached, the discovery.Seal of the
-	// membership and move the operator last published: with the seals
-	// its pods carry, what vouches for the membership ConfigMap's content
-	// (trustedSeals).
+	// publishedSeals holds, by Memcached, the membership and move the
+	// operator last published (publishedSeal): with what its pods carry,
+	// what vouches for the membership ConfigMap's content (scope.told).
 	publishedSeals sync.Map
 }
 

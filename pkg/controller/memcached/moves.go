@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,19 +80,24 @@ type membershipState struct {
 }
 
 // membershipOf reads current, the membership ConfigMap as the store holds
-// it (nil when none), as far as a seal of trusted vouches for it: anyone
-// with ConfigMap rights can write to it, and what the operator did not
-// publish moves no key and sizes nothing. A membership no seal vouches
-// for is as if absent (the next one is made from the pods), and so is a
-// plan; so is what does not parse (edited by hand).
-func membershipOf(current *owned.Summary, trusted []discovery.Seal) membershipState {
+// it (nil when none), as far as what the operator is known to have
+// published (told) vouches for it: anyone with ConfigMap rights can write
+// to it, and what the operator did not publish moves no key and sizes
+// nothing. A membership no seal vouches for (one an operator before seals
+// wrote, or another hand) is as if absent but for its version, which is
+// the highest the operator told: the next one, made from the pods, counts
+// on from it, as clients that take only a newer membership need. A plan
+// no seal vouches for is as if absent; so is what does not parse (edited
+// by hand).
+func membershipOf(current *owned.Summary, told publications) membershipState {
 	var st membershipState
 	if current == nil {
 		return st
 	}
 	cluster, plan := []byte(current.Membership), []byte(current.Move)
-	vouched := func(ok func(discovery.Seal) bool) bool { return slices.ContainsFunc(trusted, ok) }
+	vouched := func(ok func(discovery.Seal) bool) bool { return slices.ContainsFunc(told.seals, ok) }
 	if !vouched(func(s discovery.Seal) bool { return s.VouchesCluster(cluster) }) {
+		st.published.Version = told.version
 		return st
 	}
 	st.published, _ = discovery.Parse(cluster)
@@ -103,29 +109,44 @@ func membershipOf(current *owned.Summary, trusted []discovery.Seal) membershipSt
 	return st
 }
 
-// trustedSeals are the seals that vouch for the membership ConfigMap's
-// content: the one of the operator's last publication, and those its pods
-// carry (after a restart of the operator, or before its watch shows its
-// last apply). Pods are written by the operator, and by whoever could run
-// anything in them.
-func (s *scope) trustedSeals() []discovery.Seal {
-	var out []discovery.Seal
+// publications is what the operator is known to have published of a
+// Memcached's membership: the seals of its last publication and of what
+// its pods were told, and the highest version among them.
+type publications struct {
+	seals   []discovery.Seal
+	version int64
+}
+
+// told is what the operator is known to have published: what it last
+// published, and what its pods carry (after a restart of the operator, or
+// before its watch shows its last apply; an operator before seals set the
+// version alone). Pods are written by the operator, and by whoever could
+// run anything in them.
+func (s *scope) told() publications {
+	var out publications
 	if v, ok := s.publishedSeals.Load(client.ObjectKeyFromObject(s.m)); ok && v.(publishedSeal).uid == s.m.UID {
-		out = append(out, v.(publishedSeal).seal)
+		out.seals = append(out.seals, v.(publishedSeal).seal)
+		out.version = v.(publishedSeal).version
 	}
 	for _, p := range s.obs.Pods {
-		if seal, err := discovery.ParseSeal(p.MembershipSeal); err == nil && p.MembershipSeal != "" {
-			out = append(out, seal)
+		if seal, err := discovery.ParseSeal(p.MembershipSeal); err == nil {
+			out.seals = append(out.seals, seal)
+		}
+		// "7", or "7 (move 8: copy)" (reconcileMembership).
+		version, _, _ := strings.Cut(p.MembershipVersion, " ")
+		if v, err := strconv.ParseInt(version, 10, 64); err == nil {
+			out.version = max(out.version, v)
 		}
 	}
 	return out
 }
 
-// publishedSeal is the seal of the last membership the operator published
-// for the Memcached of UID uid.
+// publishedSeal is the last membership the operator published for the
+// Memcached of UID uid: its seal and version.
 type publishedSeal struct {
-	uid  types.UID
-	seal discovery.Seal
+	uid     types.UID
+	seal    discovery.Seal
+	version int64
 }
 
 // slots is how many pods the StatefulSet runs: the spec's size, and while
@@ -141,7 +162,7 @@ func (s *scope) slots(ctx context.Context) int32 {
 	if err != nil || current == nil || !metav1.IsControlledBy(current, s.m) {
 		return want
 	}
-	return slotsOf(s.m.Name, want, membershipOf(current, s.trustedSeals()))
+	return slotsOf(s.m.Name, want, membershipOf(current, s.told()))
 }
 
 // slotsOf is how many pods the StatefulSet of the Memcached name runs

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/discovery"
@@ -146,13 +148,45 @@ func TestOnlyASealedMembershipOrPlanIsFollowed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			st := membershipOf(current, tt.trusted)
+			st := membershipOf(current, publications{seals: tt.trusted, version: published.Version})
 			g.Expect(st.published.Nodes).To(HaveLen(map[bool]int{true: 2}[tt.published]))
+			g.Expect(st.published.Version).To(Equal(published.Version), "the version counts on, sealed or not")
 			g.Expect(st.plan != nil).To(Equal(tt.plan))
 			want := map[bool]int32{false: 2, true: 10}[tt.plan]
 			g.Expect(slotsOf("c", 2, st)).To(Equal(want), "the StatefulSet's replicas")
 		})
 	}
+}
+
+// The version of a membership no seal vouches for is the highest the
+// operator told its pods, not the one written there: another hand cannot
+// send it back (clients would keep an older one) or past what the next
+// can count on from.
+func TestAnUnsealedMembershipsVersionIsTheOperators(t *testing.T) {
+	g := NewWithT(t)
+	for _, v := range []int64{1, math.MaxInt64} {
+		forged := discovery.Cluster{Version: v, Nodes: []discovery.Node{{Host: "c-0.c.ns.svc", IP: "192.0.2.7", Port: 11211}}}
+		st := membershipOf(&owned.Summary{Membership: string(forged.Body())}, publications{version: 7})
+		g.Expect(st.published.Version).To(Equal(int64(7)), "forged at version %d", v)
+		g.Expect(st.published.Nodes).To(BeEmpty())
+	}
+}
+
+// The operator's word is what it last published, and what its pods were
+// told, an operator before seals included (the version alone).
+func TestWhatThePodsWereToldIsTheOperatorsWord(t *testing.T) {
+	g := NewWithT(t)
+	seal := discovery.SealOf([]byte("9\n\n"), nil)
+	s := &scope{Reconciler: &Reconciler{}, m: &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "u"}}}
+	s.obs.Pods = []*owned.Pod{
+		{MembershipVersion: "7"},
+		{MembershipVersion: "9 (move 9: copy)", MembershipSeal: seal.String()},
+		{MembershipSeal: "forged"},
+	}
+	g.Expect(s.told()).To(Equal(publications{seals: []discovery.Seal{seal}, version: 9}))
+	s.publishedSeals.Store(client.ObjectKeyFromObject(s.m), publishedSeal{uid: "u", seal: discovery.SealOf([]byte("10\n\n"), nil), version: 10})
+	g.Expect(s.told().version).To(Equal(int64(10)))
+	g.Expect(s.told().seals).To(HaveLen(2))
 }
 
 // A move, even the operator's, never sizes the StatefulSet past MaxSize.

@@ -241,7 +241,7 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 	}
 	// A membership that does not parse (edited by hand), or that the
 	// operator did not publish, is made anew.
-	st := membershipOf(current, s.trustedSeals())
+	st := membershipOf(current, s.told())
 	// A pod's address is published once it is ready: clients reach a new
 	// slot, or a slot's new pod, only once memcached serves there (until
 	// then a slot keeps the address published last, if any).
@@ -263,19 +263,26 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 	s.observe(owned.KindConfigMap, out)
 	s.obs.Discovery = out.obj != nil
 	if err == nil && out.obj != nil {
-		seal := discovery.SealOf(membership.Body(), []byte(plan))
-		s.publishedSeals.Store(client.ObjectKeyFromObject(s.m), publishedSeal{uid: s.m.UID, seal: seal})
-		s.tell.seal = seal.String()
-		s.tell.membership = strconv.FormatInt(membership.Version, 10)
-		if plan != "" {
-			// The pods follow the plan's steps as they follow the
-			// membership: told of each.
-			p, from, to, _ := move.ParsePlan([]byte(plan))
-			s.tell.membership += fmt.Sprintf(" (move %d: %s)", p.ID, p.Step)
-			s.obs.Moving = movingMessage(p, from, to)
-		}
+		s.published(membership, plan)
 	}
 	return res, err
+}
+
+// published records membership and plan as what the ConfigMap holds: the
+// operator's word on it (publishedSeals), what the pods are to be told,
+// and the move under way for the status.
+func (s *scope) published(membership discovery.Cluster, plan string) {
+	seal := discovery.SealOf(membership.Body(), []byte(plan))
+	s.publishedSeals.Store(client.ObjectKeyFromObject(s.m), publishedSeal{uid: s.m.UID, seal: seal, version: membership.Version})
+	s.tell.seal = seal.String()
+	s.tell.membership = strconv.FormatInt(membership.Version, 10)
+	if plan != "" {
+		// The pods follow the plan's steps as they follow the
+		// membership: told of each.
+		p, from, to, _ := move.ParsePlan([]byte(plan))
+		s.tell.membership += fmt.Sprintf(" (move %d: %s)", p.ID, p.Step)
+		s.obs.Moving = movingMessage(p, from, to)
+	}
 }
 
 // podNews is what the pods mount from ConfigMaps and Secrets, as the
