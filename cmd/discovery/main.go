@@ -40,7 +40,6 @@ func main() {
 		listen, tlsDir    string
 		clientCertificate bool
 		plan, authFile    string
-		seal              string
 		moveRate          int
 	)
 	flag.StringVar(&listen, "listen", ":11212", "Address clients reach the endpoint on.")
@@ -50,7 +49,7 @@ func main() {
 	flag.BoolVar(&clientCertificate, "client-certificate", false, "Ask clients for a certificate of ca.crt, as memcached does, and present tls.crt to memcached.")
 	flag.BoolVar(&c.Auth, "auth", false, "memcached requires a login, which clients must pass before the endpoint answers.")
 	flag.StringVar(&plan, "plan", "", "File holding the move of keys the operator publishes; empty: keys are not moved.")
-	flag.StringVar(&seal, "seal", "", "File holding the seal the operator gives the pod (an annotation it mounts): the membership and the plan are followed only where it vouches for them; empty: always.")
+	flag.StringVar(&c.Seal, "seal", "", "File holding the seal the operator gives the pod (an annotation it mounts): the membership and the plan are followed only where it vouches for them; empty: always.")
 	flag.StringVar(&authFile, "auth-file", "", "memcached's authentication file, whose first entry logs in to the pods keys are moved between.")
 	flag.IntVar(&moveRate, "move-rate", 20000, "Keys a second a move reads and writes at most.")
 	flag.IntVar(&c.MaxConnections, "max-connections", discovery.DefaultMaxConnections, "Connections served at once, handed to memcached or not; one more is closed unread.")
@@ -59,7 +58,6 @@ func main() {
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	c.Log = log
-	c.Seal = seal
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		log.Error("cannot listen", "address", listen, "error", err.Error())
@@ -73,26 +71,10 @@ func main() {
 	defer stop()
 	log.Info("serving the membership", "address", listen, "membership", c.Membership, "tls", tlsDir != "", "auth", c.Auth)
 	if plan != "" {
-		host, err := os.Hostname()
+		f, err := follower(c, plan, peerDialer{tlsDir: tlsDir, clientCertificate: clientCertificate, authFile: authFile}, moveRate)
 		if err != nil {
-			log.Error("cannot read the host name", "error", err.Error())
+			log.Error("cannot follow the moves of keys", "error", err.Error())
 			os.Exit(1)
-		}
-		f := &move.Follower{
-			Mover: &move.Mover{
-				Dial: func(ctx context.Context, address string) (net.Conn, error) {
-					return dialPeer(ctx, tlsDir, clientCertificate, authFile, address, "")
-				},
-				Limit: rate.NewLimiter(rate.Limit(moveRate), 100),
-			},
-			DialPeer: func(ctx context.Context, address, host string) (net.Conn, error) {
-				return dialPeer(ctx, tlsDir, clientCertificate, authFile, address, host)
-			},
-			PlanFile: plan,
-			SealFile: seal,
-			Host:     host,
-			Local:    c.Memcached,
-			Log:      log,
 		}
 		go f.Run(ctx)
 	}
@@ -103,7 +85,29 @@ func main() {
 	}
 }
 
-// dialPeer reaches a memcached of the Memcached, this pod's (host empty)
+// follower does this pod's part of each move of keys published in plan, as
+// far as c's seal vouches for it, reaching memcacheds through peers at
+// most moveRate keys a second.
+func follower(c discovery.Config, plan string, peers peerDialer, moveRate int) (*move.Follower, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, fmt.Errorf("reading the host name: %w", err)
+	}
+	return &move.Follower{
+		Mover: &move.Mover{
+			Dial:  func(ctx context.Context, address string) (net.Conn, error) { return peers.dial(ctx, address, "") },
+			Limit: rate.NewLimiter(rate.Limit(moveRate), 100),
+		},
+		DialPeer: peers.dial,
+		PlanFile: plan,
+		SealFile: c.Seal,
+		Host:     host,
+		Local:    c.Memcached,
+		Log:      c.Log,
+	}, nil
+}
+
+// peerDialer reaches a memcached of the Memcached, this pod's (host empty)
 // or the one of the slot whose DNS name is host, as the pod's containers
 // reach their own: over TLS when tlsDir is set, presenting the served
 // certificate when memcached verifies clients, logged in with the
@@ -112,7 +116,16 @@ func main() {
 // without TLS the membership's seal and the NetworkPolicy's egress are
 // what keep the keys among the Memcached's pods. The files are read at
 // each connection, so a rotation is followed.
-func dialPeer(ctx context.Context, tlsDir string, clientCertificate bool, authFile, address, host string) (net.Conn, error) {
+type peerDialer struct {
+	tlsDir            string
+	clientCertificate bool
+	authFile          string
+}
+
+// dial reaches the memcached at address of the slot whose DNS name is
+// host (empty: this pod's own).
+func (d peerDialer) dial(ctx context.Context, address, host string) (net.Conn, error) {
+	tlsDir, clientCertificate, authFile := d.tlsDir, d.clientCertificate, d.authFile
 	o := memcachedconn.Options{Address: address, TLS: tlsDir != ""}
 	if o.TLS && host != "" {
 		verify, err := peerVerifier(tlsDir, host)

@@ -68,7 +68,7 @@ func TestAPeerMustProveItIsASlot(t *testing.T) {
 					c.Close()
 				}
 			}()
-			conn, err := dialPeer(context.Background(), dir, false, "", ln.Addr().String(), slot)
+			conn, err := peerDialer{tlsDir: dir}.dial(context.Background(), ln.Addr().String(), slot)
 			if conn != nil {
 				conn.Close()
 			}

@@ -85,34 +85,9 @@ func run(govulncheck, db, acceptedFile string, binary bool, targets []string) er
 	if err != nil {
 		return err
 	}
-	// One scan of the packages; one per program in binary mode.
-	scans := [][]string{targets}
-	if binary {
-		scans = nil
-		for _, t := range targets {
-			scans = append(scans, []string{"-mode", "binary", t})
-		}
-	}
-	found := map[string]reached{}
-	for _, args := range scans {
-		cmd := exec.Command(govulncheck, append([]string{"-db", "file://" + abs, "-format", "json"}, args...)...)
-		var out, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &stderr
-		// govulncheck's JSON mode exits 0 whatever it finds; anything else
-		// is a failure to scan.
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%s: %w\n%s", govulncheck, err, stderr.String())
-		}
-		some, scanner, err := parse(&out)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("govulncheck %s over %s, database %s\n", scanner, strings.Join(args, " "), abs)
-		for id, r := range some {
-			if _, ok := found[id]; !ok {
-				found[id] = r
-			}
-		}
+	found, err := scan(govulncheck, abs, binary, targets)
+	if err != nil {
+		return err
 	}
 
 	var problems []string
@@ -141,6 +116,41 @@ func run(govulncheck, db, acceptedFile string, binary bool, targets []string) er
 	}
 	fmt.Printf("%d reachable vulnerabilities, each accepted with its reason\n", len(found))
 	return nil
+}
+
+// scan runs govulncheck against the database in db over targets: one scan
+// of the packages, or one per program in binary mode, their findings
+// taken together.
+func scan(govulncheck, db string, binary bool, targets []string) (map[string]reached, error) {
+	scans := [][]string{targets}
+	if binary {
+		scans = nil
+		for _, t := range targets {
+			scans = append(scans, []string{"-mode", "binary", t})
+		}
+	}
+	found := map[string]reached{}
+	for _, args := range scans {
+		cmd := exec.Command(govulncheck, append([]string{"-db", "file://" + db, "-format", "json"}, args...)...)
+		var out, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		// govulncheck's JSON mode exits 0 whatever it finds; anything else
+		// is a failure to scan.
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("%s: %w\n%s", govulncheck, err, stderr.String())
+		}
+		some, scanner, err := parse(&out)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Printf("govulncheck %s over %s, database %s\n", scanner, strings.Join(args, " "), db)
+		for id, r := range some {
+			if _, ok := found[id]; !ok {
+				found[id] = r
+			}
+		}
+	}
+	return found, nil
 }
 
 // parse reads govulncheck's JSON stream: the vulnerabilities whose symbols

@@ -160,25 +160,16 @@ func (f *Follower) step(ctx context.Context) {
 		f.Log.Error("reading the plan", "error", err.Error())
 		return
 	}
-	if f.SealFile != "" {
-		seal, err := discovery.ReadSeal(f.SealFile)
-		if err != nil || !seal.VouchesPlan(b) {
-			// The kubelet writes the plan and the seal together: a plan
-			// the seal does not vouch for is not the operator's, or not
-			// yet told to this pod.
-			if msg := "the plan is not sealed"; !f.done[0][msg] {
-				f.Log.Warn(msg)
-				f.done[0] = map[string]bool{msg: true}
-			}
-			return
-		}
+	if !f.sealed(b) {
+		// The kubelet writes the plan and the seal together: a plan the
+		// seal does not vouch for is not the operator's, or not yet told
+		// to this pod.
+		f.tellOnce(slog.LevelWarn, "the plan is not sealed")
+		return
 	}
 	p, from, to, err := ParsePlan(b)
 	if err != nil {
-		if !f.done[0][err.Error()] {
-			f.Log.Error("the plan does not parse", "error", err.Error())
-			f.done[0] = map[string]bool{err.Error(): true}
-		}
+		f.tellOnce(slog.LevelError, "the plan does not parse", "error", err.Error())
 		return
 	}
 	if p.Step != StepCopy && p.Step != StepSettle {
@@ -238,6 +229,26 @@ func (f *Follower) step(ctx context.Context) {
 		log.Info(SettledMessage, "server", self, "removed", res.Removed, "invalidated", res.Invalidated,
 			"uncopied", res.Uncopied, "seconds", time.Since(start).Seconds())
 	}
+}
+
+// sealed tells whether the pod's seal vouches for plan (always, without
+// a SealFile).
+func (f *Follower) sealed(plan []byte) bool {
+	if f.SealFile == "" {
+		return true
+	}
+	seal, err := discovery.ReadSeal(f.SealFile)
+	return err == nil && seal.VouchesPlan(plan)
+}
+
+// tellOnce logs why a plan is not followed, once until the reason changes.
+func (f *Follower) tellOnce(level slog.Level, msg string, args ...any) {
+	key := fmt.Sprint(append([]any{msg}, args...)...)
+	if f.done[0][key] {
+		return
+	}
+	f.Log.Log(context.Background(), level, msg, args...)
+	f.done[0] = map[string]bool{key: true}
 }
 
 // self is this pod's server in c, as the ring names it.
