@@ -14,13 +14,13 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/example/memcached-operator/pkg/podlog"
 	"github.com/example/memcached-operator/pkg/reload"
 )
 
@@ -79,7 +79,7 @@ func main() {
 // writeTermination writes err to the container's termination message,
 // which the operator reads from the pod's status.
 func writeTermination(log *slog.Logger, path string, err error) {
-	if werr := os.WriteFile(path, []byte(fmt.Sprintf("%.1000s", err.Error())), 0o644); werr != nil {
+	if werr := podlog.TerminateWithError(path, err); werr != nil {
 		log.Error("cannot write the termination message", "error", werr.Error())
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/example/memcached-operator/pkg/podlog"
 	"github.com/example/memcached-operator/pkg/warm"
 )
 
@@ -71,7 +72,7 @@ func main() {
 		log.Error("Cannot run memcached", "error", err.Error())
 		// The container's termination message, which the operator quotes
 		// in the Memcached's status.
-		if werr := os.WriteFile(terminationLog, []byte(fmt.Sprintf("%.1000s", err.Error())), 0o644); werr != nil {
+		if werr := podlog.TerminateWithError(terminationLog, err); werr != nil {
 			log.Error("Cannot write the termination message", "error", werr.Error())
 		}
 		if code == 0 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/example/memcached-operator/pkg/material"
+	"github.com/example/memcached-operator/pkg/memcachedconn"
 )
 
 // ServedTLS is the endpoint's TLS: the certificate and key memcached
@@ -85,19 +86,14 @@ func servedConfig(dir string, clientCertificates bool) (*tls.Config, error) {
 // certificate allows client authentication). The files are read at each
 // connection, so a rotation is followed.
 func DialServedTLS(dir string, clientCertificate bool) func(ctx context.Context, address string) (net.Conn, error) {
+	files := memcachedconn.ServedFiles(dir, clientCertificate, "")
 	return func(ctx context.Context, address string) (net.Conn, error) {
-		cfg := &tls.Config{
-			MinVersion:         tls.VersionTLS12,
-			InsecureSkipVerify: true, //nolint:gosec // the pod's loopback: memcached's own certificate names the Service
+		conn, err := files.Dial(ctx, address)
+		if err != nil {
+			return nil, err
 		}
-		if clientCertificate {
-			pair, err := tls.LoadX509KeyPair(filepath.Join(dir, material.CertKey), filepath.Join(dir, material.KeyKey))
-			if err != nil {
-				return nil, fmt.Errorf("the served certificate: %w", err)
-			}
-			cfg.Certificates = []tls.Certificate{pair}
-		}
-		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: cfg}
-		return d.DialContext(ctx, "tcp", address)
+		// A client's connection, handed over: no deadline but the
+		// client's.
+		return conn, conn.SetDeadline(time.Time{})
 	}
 }

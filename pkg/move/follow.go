@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/example/memcached-operator/pkg/discovery"
+	"github.com/example/memcached-operator/pkg/podlog"
 	"github.com/example/memcached-operator/pkg/ring"
 )
 
@@ -26,14 +27,6 @@ const (
 	StepPublished = "published"
 	// StepSettle: each server of To deletes the keys To gives another.
 	StepSettle = "settle"
-)
-
-// What a Follower says in its log (JSON, field "msg"), with the plan's
-// "move" (its ID) and "step": the operator reads them from the pod's log.
-const (
-	CopiedMessage  = "keys copied"
-	SettledMessage = "keys settled"
-	FailedMessage  = "moving keys failed"
 )
 
 // Plan is a move of keys the operator asks of a Memcached's pods, published
@@ -182,10 +175,17 @@ func (f *Follower) step(ctx context.Context) {
 		return
 	}
 	f.done[p.ID][p.Step] = true
-	log := f.Log.With("move", p.ID, "step", p.Step)
+	report := func(r podlog.Step) {
+		r.Move, r.Step = p.ID, p.Step
+		level := slog.LevelInfo
+		if r.Failed() {
+			level = slog.LevelError
+		}
+		podlog.Write(f.Log, level, r)
+	}
 	after, err := ring.New(p.Ring, Servers(to))
 	if err != nil {
-		log.Error(FailedMessage, "error", err.Error())
+		report(podlog.Step{Msg: podlog.FailedMessage, Error: err.Error()})
 		return
 	}
 	mover := *f.Mover
@@ -196,23 +196,23 @@ func (f *Follower) step(ctx context.Context) {
 		self, ok := f.self(from)
 		if !ok {
 			// Not a server clients reach yet (a new slot): nothing to copy.
-			log.Info(CopiedMessage, "server", "", "listed", 0, "leaving", 0, "copied", 0)
+			report(podlog.Step{Msg: podlog.CopiedMessage})
 			return
 		}
 		f.ledger = nil
 		res, err := mover.Copy(ctx, self, after)
 		if err != nil {
-			log.Error(FailedMessage, "server", self, "error", err.Error(), "copied", res.Copied)
+			report(podlog.Step{Msg: podlog.FailedMessage, Server: self, Error: err.Error(), Copied: res.Copied})
 			return
 		}
 		f.ledger = res.Ledger
-		log.Info(CopiedMessage, "server", self, "listed", res.Listed, "leaving", res.Leaving,
-			"copied", res.Copied, "present", res.Present, "gone", res.Gone, "seconds", time.Since(start).Seconds())
+		report(podlog.Step{Msg: podlog.CopiedMessage, Server: self, Listed: res.Listed, Leaving: res.Leaving,
+			Copied: res.Copied, Present: res.Present, Gone: res.Gone, Seconds: time.Since(start).Seconds()})
 	case StepSettle:
 		self, ok := f.self(to)
 		if !ok {
 			// A leaving slot: its pod is removed next.
-			log.Info(SettledMessage, "server", "", "removed", 0)
+			report(podlog.Step{Msg: podlog.SettledMessage})
 			return
 		}
 		ledger := f.ledger
@@ -223,11 +223,11 @@ func (f *Follower) step(ctx context.Context) {
 		}
 		res, err := mover.Settle(ctx, self, after, ledger)
 		if err != nil {
-			log.Error(FailedMessage, "server", self, "error", err.Error())
+			report(podlog.Step{Msg: podlog.FailedMessage, Server: self, Error: err.Error()})
 			return
 		}
-		log.Info(SettledMessage, "server", self, "removed", res.Removed, "invalidated", res.Invalidated,
-			"uncopied", res.Uncopied, "seconds", time.Since(start).Seconds())
+		report(podlog.Step{Msg: podlog.SettledMessage, Server: self, Removed: res.Removed, Invalidated: res.Invalidated,
+			Uncopied: res.Uncopied, Seconds: time.Since(start).Seconds()})
 	}
 }
 

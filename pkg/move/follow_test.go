@@ -20,6 +20,7 @@ import (
 
 	"github.com/example/memcached-operator/pkg/discovery"
 	"github.com/example/memcached-operator/pkg/move"
+	"github.com/example/memcached-operator/pkg/podlog"
 	"github.com/example/memcached-operator/pkg/ring"
 )
 
@@ -50,7 +51,7 @@ func (s *syncBuffer) said(t *testing.T, id int64, msg string) int {
 		if json.Unmarshal(line, &l) != nil || l.Move != id {
 			continue
 		}
-		if l.Msg == move.FailedMessage {
+		if l.Msg == podlog.FailedMessage {
 			t.Fatalf("a follower failed: %s", line)
 		}
 		if l.Msg == msg {
@@ -134,7 +135,7 @@ func TestFollowersMoveTheKeysOfAPublishedPlan(t *testing.T) {
 		}
 	}
 	publish(move.StepCopy)
-	waitFor(move.CopiedMessage, 4)
+	waitFor(podlog.CopiedMessage, 4)
 	moved := 0
 	for i := range n {
 		k := fmt.Sprintf("key-%d", i)
@@ -150,7 +151,7 @@ func TestFollowersMoveTheKeysOfAPublishedPlan(t *testing.T) {
 	}
 	publish(move.StepPublished)
 	publish(move.StepSettle)
-	waitFor(move.SettledMessage, 4)
+	waitFor(podlog.SettledMessage, 4)
 	for i := range n {
 		k := fmt.Sprintf("key-%d", i)
 		for server, addr := range byHost {
@@ -165,7 +166,7 @@ func TestFollowersMoveTheKeysOfAPublishedPlan(t *testing.T) {
 	}
 	// Each step is done once: a plan seen again does nothing more.
 	time.Sleep(200 * time.Millisecond)
-	if got := log.said(t, plan.ID, move.CopiedMessage); got != 4 {
+	if got := log.said(t, plan.ID, podlog.CopiedMessage); got != 4 {
 		t.Fatalf("the copy was said %d times", got)
 	}
 }

@@ -140,16 +140,13 @@ func (r *Reloader) reloadAuth(ctx context.Context, next []byte) error {
 // dial connects to memcached, over TLS with the client certificate of f
 // when there is TLS, and logs in with the first entry of auth, if any.
 func (r *Reloader) dial(ctx context.Context, f files, auth []byte) (net.Conn, error) {
-	o := memcachedconn.Options{Address: r.c.Address, TLS: r.c.TLSDir != ""}
-	if o.TLS && r.c.ClientCertificate {
-		pair, err := tls.X509KeyPair(f.cert, f.key)
-		if err != nil {
-			return nil, fmt.Errorf("the client certificate: %w", err)
-		}
-		o.Certificate = &pair
+	m := memcachedconn.Material{TLS: r.c.TLSDir != "", Auth: auth}
+	if r.c.ClientCertificate {
+		m.CertPEM, m.KeyPEM = f.cert, f.key
 	}
-	if es := memcachedconn.Entries(auth); len(es) > 0 {
-		o.Login = es[0]
+	o, err := m.Options(r.c.Address)
+	if err != nil {
+		return nil, err
 	}
 	return memcachedconn.Dial(ctx, o)
 }

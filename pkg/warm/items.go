@@ -2,9 +2,6 @@ package warm
 
 import (
 	"context"
-	"crypto/tls"
-	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -14,11 +11,7 @@ import (
 // countItems asks the memcached c runs how many items it holds, over TLS
 // and logged in as its command line says it takes connections.
 func countItems(ctx context.Context, c Config) (int, error) {
-	o, err := connOptions(c.Command, c.Address)
-	if err != nil {
-		return 0, err
-	}
-	conn, err := memcachedconn.Dial(ctx, o)
+	conn, err := filesOf(c.Command).Dial(ctx, c.Address)
 	if err != nil {
 		return 0, err
 	}
@@ -30,42 +23,27 @@ func countItems(ctx context.Context, c Config) (int, error) {
 	return strconv.Atoi(stats["curr_items"])
 }
 
-// connOptions are how to connect to a memcached run with command: over
-// TLS when it enables it, presenting its own certificate when it verifies
-// clients' (ssl_ca_cert), logged in as the first user of its
+// filesOf are the files a memcached run with command takes connections
+// with: over TLS when it enables it, presenting its own certificate when
+// it verifies clients' (ssl_ca_cert), logged in as the first user of its
 // authentication file.
-func connOptions(command []string, address string) (memcachedconn.Options, error) {
-	o := memcachedconn.Options{Address: address}
+func filesOf(command []string) memcachedconn.Files {
+	var f memcachedconn.Files
 	ext := map[string]string{}
-	var authFile string
 	for _, arg := range command[1:] {
 		switch {
 		case arg == "--enable-ssl" || arg == "-Z":
-			o.TLS = true
+			f.TLS = true
 		case strings.HasPrefix(arg, "--extended="):
 			for opt := range strings.SplitSeq(strings.TrimPrefix(arg, "--extended="), ",") {
 				k, v, _ := strings.Cut(opt, "=")
 				ext[k] = v
 			}
 		case strings.HasPrefix(arg, "--auth-file="):
-			authFile = strings.TrimPrefix(arg, "--auth-file=")
+			f.Auth = strings.TrimPrefix(arg, "--auth-file=")
 		}
 	}
-	if o.TLS && ext["ssl_ca_cert"] != "" {
-		pair, err := tls.LoadX509KeyPair(ext["ssl_chain_cert"], ext["ssl_key"])
-		if err != nil {
-			return o, fmt.Errorf("memcached's certificate: %w", err)
-		}
-		o.Certificate = &pair
-	}
-	if authFile != "" {
-		b, err := os.ReadFile(authFile)
-		if err != nil {
-			return o, err
-		}
-		if es := memcachedconn.Entries(b); len(es) > 0 {
-			o.Login = es[0]
-		}
-	}
-	return o, nil
+	f.Cert, f.Key, f.CA = ext["ssl_chain_cert"], ext["ssl_key"], ext["ssl_ca_cert"]
+	f.ClientCertificate = f.CA != ""
+	return f
 }

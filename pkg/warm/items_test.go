@@ -1,6 +1,7 @@
 package warm
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,7 +10,7 @@ import (
 // The runner counts the restored items over the connection memcached's
 // command line asks for: TLS when it enables it, its own certificate when
 // it verifies clients', and the first user of its authentication file.
-func TestConnOptionsFollowMemcachedsCommandLine(t *testing.T) {
+func TestTheConnectionFollowsMemcachedsCommandLine(t *testing.T) {
 	dir := t.TempDir()
 	auth := filepath.Join(dir, "auth")
 	if err := os.WriteFile(auth, []byte("first:one\nsecond:two\n"), 0o600); err != nil {
@@ -29,7 +30,12 @@ func TestConnOptionsFollowMemcachedsCommandLine(t *testing.T) {
 		{name: "client certificates", command: []string{"memcached", "--enable-ssl", "--extended=ssl_chain_cert=/missing/tls.crt,ssl_key=/missing/tls.key,ssl_ca_cert=/missing/ca.crt,ssl_verify_mode=2"}, wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o, err := connOptions(tc.command, "localhost:11211")
+			m, err := filesOf(tc.command).Read()
+			if err != nil && !tc.wantErr {
+				t.Fatal(err)
+			}
+			o, oerr := m.Options("localhost:11211")
+			err = errors.Join(err, oerr)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want one: %v", err, tc.wantErr)
 			}

@@ -33,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/example/memcached-operator/pkg/podlog"
 	"github.com/example/memcached-operator/pkg/settings"
 )
 
@@ -44,16 +45,6 @@ const MetaSuffix = ".meta"
 // be started at all (not in the image, say), as a shell's for a command it
 // cannot find: no restart mends it.
 const CannotStartExitCode = 127
-
-// RestoredMessage is the message of the runner's log line once memcached
-// restored its cache from the memory file, with "items", the number of
-// items memcached holds then (or "itemsError", why they could not be
-// counted). The operator reads it to confirm a restart in place.
-const RestoredMessage = "memcached restored its cache from the memory file"
-
-// EmptyMessage is the message of the runner's log line when memcached
-// starts with an empty cache, with "memcached", what memcached said.
-const EmptyMessage = "memcached started with an empty cache"
 
 // SettingsChangedMessage is the message of the runner's log line when the
 // content of its settings file changed: it restarts memcached warm, in the
@@ -116,11 +107,6 @@ type Config struct {
 	// (tests read it).
 	Started func(*os.Process)
 }
-
-// tailBytes is how much of the end of memcached's standard error a failure
-// leaves in the termination message, as much as the kubelet takes from a
-// log.
-const tailBytes = 2048
 
 // Run starts memcached on c.MemoryFile and returns its exit code once it
 // has exited. A signal on stop asks memcached to save and exit (SIGUSR1);
@@ -187,7 +173,7 @@ func Run(ctx context.Context, c Config, stop <-chan os.Signal) (int, error) {
 			continue
 		}
 		if failed && c.TerminationLog != "" {
-			if err := os.WriteFile(c.TerminationLog, tail, 0o644); err != nil {
+			if err := podlog.TerminateWithOutput(c.TerminationLog, tail); err != nil {
 				c.Log.Error("Cannot write the termination message", "error", err.Error())
 			}
 		}
@@ -253,11 +239,16 @@ func runOnce(ctx context.Context, c Config, settings []string, restoring bool, s
 	if err != nil {
 		return ran{outcome: Unknown}, err
 	}
-	said := []any{}
+	// The settings are reported only where the runner takes them.
+	var reported []string
 	if c.SettingsFile != "" {
-		said = append(said, "settings", settings)
+		reported = settings
 	}
-	c.Log.Info("Starting memcached", append([]any{"memoryFile", c.MemoryFile}, said...)...)
+	if reported != nil {
+		c.Log.Info("Starting memcached", "memoryFile", c.MemoryFile, "settings", reported)
+	} else {
+		c.Log.Info("Starting memcached", "memoryFile", c.MemoryFile)
+	}
 	if err := cmd.Start(); err != nil {
 		return ran{code: CannotStartExitCode, outcome: Unknown}, fmt.Errorf("starting memcached: %w", err)
 	}
@@ -270,7 +261,7 @@ func runOnce(ctx context.Context, c Config, settings []string, restoring bool, s
 		read    = make(chan struct{})
 		serving = make(chan struct{})
 		done    = make(chan struct{})
-		tail    = &tailWriter{max: tailBytes}
+		tail    = &tailWriter{max: podlog.OutputLimit}
 	)
 	defer close(done)
 	go func() {
@@ -280,7 +271,7 @@ func runOnce(ctx context.Context, c Config, settings []string, restoring bool, s
 			defer mu.Unlock()
 			if outcome == Unknown {
 				outcome = Empty
-				c.Log.Info(EmptyMessage, append([]any{"memcached", line}, said...)...)
+				podlog.Write(c.Log, slog.LevelInfo, podlog.Empty(line, reported))
 			}
 		})
 	}()
@@ -310,11 +301,7 @@ func runOnce(ctx context.Context, c Config, settings []string, restoring bool, s
 				// How many, from memcached itself: what the operator
 				// reports of the restart.
 				items, err := countItems(ctx, c)
-				if err != nil {
-					c.Log.Info(RestoredMessage, append([]any{"itemsError", err.Error()}, said...)...)
-					return
-				}
-				c.Log.Info(RestoredMessage, append([]any{"items", items}, said...)...)
+				podlog.Write(c.Log, slog.LevelInfo, podlog.Restored(items, err, reported))
 			}
 			return
 		}

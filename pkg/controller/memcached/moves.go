@@ -1,10 +1,7 @@
 package memcached
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -22,6 +19,7 @@ import (
 	"github.com/example/memcached-operator/pkg/discovery"
 	"github.com/example/memcached-operator/pkg/move"
 	"github.com/example/memcached-operator/pkg/owned"
+	"github.com/example/memcached-operator/pkg/podlog"
 	"github.com/example/memcached-operator/pkg/ring"
 )
 
@@ -61,9 +59,6 @@ const (
 	// keys a second a pod; the followers' cap is 20,000) some 3.5 million
 	// keys a pod.
 	moveStepBound = 5 * time.Minute
-	// moveLogLimitBytes is how much of a discovery container's log since
-	// the move started is read.
-	moveLogLimitBytes = 1 << 20
 )
 
 // movesKeys tells whether the Memcached's pods move keys.
@@ -252,7 +247,7 @@ func (s *scope) moveStep(ctx context.Context, st membershipState, target discove
 	p := *st.plan
 	switch p.Step {
 	case move.StepCopy:
-		_, done, err := s.awaitPods(ctx, p, move.StepCopy, st.from, move.CopiedMessage,
+		_, done, err := s.awaitPods(ctx, p, move.StepCopy, st.from, podlog.CopiedMessage,
 			fmt.Sprintf("Publishing %d slots with keys not all copied (%%s): their clients miss them", len(st.to.Nodes)))
 		if err != nil || !done {
 			return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, err
@@ -270,12 +265,12 @@ func (s *scope) moveStep(ctx context.Context, st membershipState, target discove
 		p.Step, p.Stepped = move.StepSettle, now
 		return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, nil
 	default: // move.StepSettle
-		said, done, err := s.awaitPods(ctx, p, move.StepSettle, st.to, move.SettledMessage,
+		said, done, err := s.awaitPods(ctx, p, move.StepSettle, st.to, podlog.SettledMessage,
 			"Keys that moved may stay on their old slots (%s): a later change of the slots can serve them")
 		if err != nil || !done {
 			return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, err
 		}
-		copied, _ := s.podsSaid(ctx, p, move.StepCopy, st.from, move.CopiedMessage)
+		copied, _ := s.podsSaid(ctx, p, move.StepCopy, st.from, podlog.CopiedMessage)
 		ctrl.LoggerFrom(ctx).Info("Moved keys", "from", len(st.from.Nodes), "to", len(st.to.Nodes), "move", p.ID, "copied", copied.copied, "removed", said.removed)
 		s.Recorder.Eventf(m, nil, corev1.EventTypeNormal, eventKeysMoved, "Move",
 			"Moved keys from %d to %d slots in %s: %d copied to their new slots (the longest copy of a pod took %.1fs), %d removed from their old ones",
@@ -337,7 +332,7 @@ func (s *scope) podsSaid(ctx context.Context, p move.Plan, step string, c discov
 	for _, pod := range s.obs.Pods {
 		pods[pod.Name] = pod
 	}
-	limit := int64(moveLogLimitBytes)
+	limit := int64(podlog.ReadLimit)
 	// The follower's lines name the move: this only bounds what is read
 	// (the node's clock may be behind the operator's).
 	since := metav1.NewTime(p.Started.Add(-time.Minute))
@@ -353,12 +348,12 @@ func (s *scope) podsSaid(ctx context.Context, p move.Plan, step string, c discov
 		if err != nil {
 			return w, fmt.Errorf("reading the log of pod %s's discovery container: %w", pod.Name, err)
 		}
-		said, failure, ok := followerSaid(log, p.ID, step, msg)
+		said, ok := podlog.LastStep(log, p.ID, step, msg)
 		switch {
 		case !ok:
 			w.waiting = append(w.waiting, pod.Name)
-		case failure != "":
-			w.failed = append(w.failed, pod.Name+": "+failure)
+		case said.Failed():
+			w.failed = append(w.failed, pod.Name+": "+said.Error)
 		default:
 			w.copied += said.Copied
 			w.removed += said.Removed + said.Invalidated + said.Uncopied
@@ -366,41 +361,6 @@ func (s *scope) podsSaid(ctx context.Context, p move.Plan, step string, c discov
 		}
 	}
 	return w, nil
-}
-
-// followerLine is a line of a move.Follower's log.
-type followerLine struct {
-	Msg         string  `json:"msg"`
-	Move        int64   `json:"move"`
-	Step        string  `json:"step"`
-	Error       string  `json:"error"`
-	Copied      int     `json:"copied"`
-	Removed     int     `json:"removed"`
-	Invalidated int     `json:"invalidated"`
-	Uncopied    int     `json:"uncopied"`
-	Seconds     float64 `json:"seconds"`
-}
-
-// followerSaid finds in log the last word of the follower on step of
-// move id: its success (msg) or its failure.
-func followerSaid(log []byte, id int64, step, msg string) (followerLine, string, bool) {
-	var last followerLine
-	found := false
-	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 0, 64<<10), moveLogLimitBytes)
-	for sc.Scan() {
-		var l followerLine
-		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Move != id || l.Step != step {
-			continue
-		}
-		if l.Msg == msg || l.Msg == move.FailedMessage {
-			last, found = l, true
-		}
-	}
-	if found && last.Msg == move.FailedMessage {
-		return last, last.Error, true
-	}
-	return last, "", found
 }
 
 // movingMessage says where the move p stands, for the status.

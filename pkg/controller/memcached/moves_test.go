@@ -22,6 +22,7 @@ import (
 	"github.com/example/memcached-operator/pkg/discovery"
 	"github.com/example/memcached-operator/pkg/move"
 	"github.com/example/memcached-operator/pkg/owned"
+	"github.com/example/memcached-operator/pkg/podlog"
 	"github.com/example/memcached-operator/pkg/ring"
 )
 
@@ -51,19 +52,20 @@ func TestTheOperatorReadsTheFollowersWord(t *testing.T) {
 	plan := move.Plan{ID: 2, Ring: ring.Libmemcached, Step: move.StepCopy, From: string(from.Body()), To: string(to.Body())}
 
 	log := followerLog(t, "c-1", plan)
-	_, failure, ok := followerSaid(log, 2, move.StepCopy, move.CopiedMessage)
+	said, ok := podlog.LastStep(log, 2, move.StepCopy, podlog.CopiedMessage)
 	g.Expect(ok).To(BeTrue(), "the new slot's word: %s", log)
-	g.Expect(failure).To(BeEmpty())
-	_, _, ok = followerSaid(log, 3, move.StepCopy, move.CopiedMessage)
+	g.Expect(said.Failed()).To(BeFalse())
+	_, ok = podlog.LastStep(log, 3, move.StepCopy, podlog.CopiedMessage)
 	g.Expect(ok).To(BeFalse(), "another move")
-	_, _, ok = followerSaid(log, 2, move.StepSettle, move.SettledMessage)
+	_, ok = podlog.LastStep(log, 2, move.StepSettle, podlog.SettledMessage)
 	g.Expect(ok).To(BeFalse(), "another step")
 
 	plan.Ring = "bogus"
 	log = followerLog(t, "c-0", plan)
-	_, failure, ok = followerSaid(log, 2, move.StepCopy, move.CopiedMessage)
+	said, ok = podlog.LastStep(log, 2, move.StepCopy, podlog.CopiedMessage)
 	g.Expect(ok).To(BeTrue(), "%s", log)
-	g.Expect(failure).NotTo(BeEmpty())
+	g.Expect(said.Failed()).To(BeTrue())
+	g.Expect(said.Error).NotTo(BeEmpty())
 }
 
 // A held membership keeps its slots and follows their pods' addresses.

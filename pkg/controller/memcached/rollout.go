@@ -1,8 +1,6 @@
 package memcached
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,7 +23,8 @@ import (
 
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
-	"github.com/example/memcached-operator/pkg/warm"
+	"github.com/example/memcached-operator/pkg/podlog"
+	"github.com/example/memcached-operator/pkg/settings"
 )
 
 // Where memcached runs warm, the operator rolls the StatefulSet's pods
@@ -72,12 +71,6 @@ const logLimitBytes = 64 << 10
 // noContainer is desired.AnnotationRestartingFrom of a pod restarted in
 // place while no memcached container ran in it.
 const noContainer = "none"
-
-// settingsLogLimitBytes is how much of a memcached container's log since
-// new settings were set on its pod is read for the runner's word on the
-// restart that took them: memcached's own lines come between (all of them
-// at -vv).
-const settingsLogLimitBytes = 1 << 20
 
 // settingsPoll is how often the log of a memcached restarting in its
 // container for new settings is read: no event of the pod tells that it
@@ -200,7 +193,7 @@ func (s *scope) lookAgainIfLetGo(result ctrl.Result) ctrl.Result {
 // want's template, and what the next of them waits for.
 func rollingNote(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration, waiting string) string {
 	shape := want.Spec.Template.Annotations[desired.AnnotationPodShape]
-	settings := splitSettings(want.Spec.Template.Annotations[desired.AnnotationMemcachedSettings])
+	settings := settingsOf(want.Spec.Template.Annotations[desired.AnnotationMemcachedSettings])
 	inPlace, empty, replaced := 0, 0, 0
 	var emptiedBy []string
 	for _, p := range outdated {
@@ -208,7 +201,7 @@ func rollingNote(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfigura
 		case p.Shape == "" || p.Shape != shape || !fitsMemory(p, want):
 			replaced++
 		default:
-			by := desired.NotKept(splitSettings(p.Annotations[desired.AnnotationMemcachedSettings]), settings)
+			by := desired.NotKept(settingsOf(p.Annotations[desired.AnnotationMemcachedSettings]), settings)
 			if by == "" {
 				inPlace++
 				continue
@@ -572,9 +565,9 @@ func (s *scope) confirmRestart(ctx context.Context, p *owned.Pod, want *appsv1ac
 	if err != nil {
 		return fmt.Errorf("reading the log of pod %s's memcached: %w", p.Name, err)
 	}
-	said := runnerSaid(log, nil)
+	said, _ := podlog.FirstStart(log, nil)
 	image := templateImages(want)[owned.ContainerImage{Name: desired.ContainerName}.Key()]
-	ctrl.LoggerFrom(ctx).Info("memcached restarted in place", "pod", p.Name, "restored", said.restored, "items", said.items)
+	ctrl.LoggerFrom(ctx).Info("memcached restarted in place", "pod", p.Name, "restored", said.IsRestore(), "items", said.Items)
 	return s.endRestart(ctx, p, said, "with image "+image)
 }
 
@@ -587,31 +580,33 @@ func (s *scope) confirmSettingsRestart(ctx context.Context, p *owned.Pod, want *
 	since, err := time.Parse(time.RFC3339, strings.TrimPrefix(p.RestartingFrom, desired.RestartingForSettings))
 	if err != nil {
 		// Not the operator's: end it as unconfirmed.
-		return true, s.endRestart(ctx, p, restartWord{}, "with new settings")
+		return true, s.endRestart(ctx, p, podlog.Start{}, "with new settings")
 	}
 	settings := want.Spec.Template.Annotations[desired.AnnotationMemcachedSettings]
 	if !p.Ready || p.Annotations[desired.AnnotationMemcachedSettings] != settings {
 		return false, nil
 	}
-	limit := int64(settingsLogLimitBytes)
+	// memcached's own lines come between the runner's (all of them at
+	// -vv): as much is read as podlog reads.
+	limit := int64(podlog.ReadLimit)
 	log, err := s.Logs.Read(ctx, p.Namespace, p.Name, &corev1.PodLogOptions{
 		Container: desired.ContainerName, LimitBytes: &limit, SinceTime: &metav1.Time{Time: since},
 	})
 	if err != nil {
 		return false, fmt.Errorf("reading the log of pod %s's memcached: %w", p.Name, err)
 	}
-	said := runnerSaid(log, splitSettings(settings))
-	if said == (restartWord{}) {
+	said, ok := podlog.FirstStart(log, settingsOf(settings))
+	if !ok {
 		return false, nil // not yet
 	}
-	ctrl.LoggerFrom(ctx).Info("memcached restarted in place for new settings", "pod", p.Name, "restored", said.restored, "items", said.items)
+	ctrl.LoggerFrom(ctx).Info("memcached restarted in place for new settings", "pod", p.Name, "restored", said.IsRestore(), "items", said.Items)
 	return true, s.endRestart(ctx, p, said, "with settings "+settingsText(settings))
 }
 
 // endRestart ends p's restart in place: it removes
 // desired.AnnotationRestartingFrom and says what memcached kept, on the pod
 // (desired.AnnotationWarmRestart) and in an event, once.
-func (s *scope) endRestart(ctx context.Context, p *owned.Pod, said restartWord, with string) error {
+func (s *scope) endRestart(ctx context.Context, p *owned.Pod, said podlog.Start, with string) error {
 	restarting := "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationRestartingFrom)
 	sent, err := s.patchPod(ctx, p, []map[string]any{
 		{"op": "test", "path": "/metadata/uid", "value": p.UID},
@@ -622,7 +617,7 @@ func (s *scope) endRestart(ctx context.Context, p *owned.Pod, said restartWord, 
 	})
 	switch {
 	case !sent:
-	case said.restored:
+	case said.IsRestore():
 		s.podEvent(p, corev1.EventTypeNormal, eventRestartedWarm, "Restart",
 			"Pod %s restarted memcached in place %s: %s", p.Name, with, said)
 	default:
@@ -632,78 +627,16 @@ func (s *scope) endRestart(ctx context.Context, p *owned.Pod, said restartWord, 
 	return err
 }
 
-// restartWord is what the warm runner said of a memcached's start.
-type restartWord struct {
-	restored bool
-	// items restored, as memcached counted them; -1 when it could not be
-	// asked (itemsError).
-	items      int
-	itemsError string
-	// empty is what memcached said when it started empty.
-	empty string
-}
-
-func (w restartWord) String() string {
-	switch {
-	case w.restored && w.items >= 0:
-		return fmt.Sprintf("memcached restored %d items from its memory file", w.items)
-	case w.restored:
-		return "memcached restored its cache from its memory file; counting its items failed: " + w.itemsError
-	case w.empty != "":
-		return "memcached started with an empty cache: " + w.empty
-	}
-	return "the warm runner said nothing of a restore at the start of memcached's log"
-}
-
-// runnerSaid reads the warm runner's lines (JSON) in a memcached
-// container's log: what it said of the first start of memcached in it,
-// or, with settings, of the first start on those settings.
-func runnerSaid(log []byte, settings []string) restartWord {
-	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 0, 64<<10), settingsLogLimitBytes)
-	for sc.Scan() {
-		var line struct {
-			Msg        string    `json:"msg"`
-			Items      *int      `json:"items"`
-			ItemsError string    `json:"itemsError"`
-			Memcached  string    `json:"memcached"`
-			Settings   *[]string `json:"settings"`
-		}
-		if json.Unmarshal(sc.Bytes(), &line) != nil {
-			continue // memcached's own
-		}
-		if settings != nil && (line.Settings == nil || !slices.Equal(*line.Settings, settings)) {
-			continue
-		}
-		switch line.Msg {
-		case warm.RestoredMessage:
-			w := restartWord{restored: true, items: -1, itemsError: line.ItemsError}
-			if line.Items != nil {
-				w.items = *line.Items
-			}
-			return w
-		case warm.EmptyMessage:
-			return restartWord{empty: line.Memcached}
-		}
-	}
-	return restartWord{}
-}
-
-// splitSettings are the flags of desired.AnnotationMemcachedSettings, as
-// the warm runner reads them (never nil).
-func splitSettings(annotation string) []string {
-	flags := []string{}
-	for line := range strings.Lines(annotation) {
-		if line = strings.TrimSpace(line); line != "" {
-			flags = append(flags, line)
-		}
-	}
+// settingsOf are the flags of desired.AnnotationMemcachedSettings, as the
+// warm runner takes them (never nil).
+func settingsOf(annotation string) []string {
+	flags, _ := settings.Parse(annotation)
 	return flags
 }
 
 // settingsText is desired.AnnotationMemcachedSettings on one line.
 func settingsText(annotation string) string {
-	flags := splitSettings(annotation)
+	flags := settingsOf(annotation)
 	if len(flags) == 0 {
 		return "(memcached's defaults)"
 	}

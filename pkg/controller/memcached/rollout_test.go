@@ -17,47 +17,10 @@ import (
 	"github.com/example/memcached-operator/pkg/owned"
 )
 
-// The operator confirms a restart in place by what the warm runner said at
-// the start of memcached's log, among memcached's own lines.
-func TestRunnerSaid(t *testing.T) {
-	tests := []struct {
-		name string
-		log  string
-		want string
-	}{
-		{"restored", `{"time":"t","level":"INFO","msg":"Starting memcached","memoryFile":"/var/lib/memcached/memory"}
-slab class   1: chunk size        96 perslab   10922
-{"time":"t","level":"INFO","msg":"memcached restored its cache from the memory file","items":1020}
-`, "memcached restored 1020 items from its memory file"},
-		{"restored, not counted", `{"msg":"memcached restored its cache from the memory file","itemsError":"dial tcp: refused"}`,
-			"memcached restored its cache from its memory file; counting its items failed: dial tcp: refused"},
-		{"empty", `{"msg":"Starting memcached"}
-[restart] original memory base: [0x7f] new base: [0x7f]
-{"msg":"memcached started with an empty cache","memcached":"[restart] incompatible due to setting for [maxbytes] [old value: 67108864 new value: 134217728]"}`,
-			"memcached started with an empty cache: [restart] incompatible due to setting for [maxbytes] [old value: 67108864 new value: 134217728]"},
-		{"nothing", "memcached: unknown option\n", "the warm runner said nothing of a restore at the start of memcached's log"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			NewWithT(t).Expect(runnerSaid([]byte(tt.log), nil).String()).To(Equal(tt.want))
-		})
-	}
-}
-
-// A restart in the container for new settings is confirmed by the
-// runner's line for those settings, not by one of an earlier start.
-func TestRunnerSaidOfSettings(t *testing.T) {
+// The operator reads the settings of a pod's annotation as the warm runner
+// does, and says them on one line.
+func TestSettingsText(t *testing.T) {
 	g := NewWithT(t)
-	log := []byte(`{"msg":"memcached restored its cache from the memory file","items":10,"settings":["--threads=2"]}
-<28 new auto-negotiating client connection
-{"msg":"memcached's settings changed: restarting it warm to take them","from":["--threads=2"],"to":["--threads=4","-v"]}
-{"msg":"memcached restored its cache from the memory file","items":12,"settings":["--threads=4","-v"]}
-`)
-	g.Expect(runnerSaid(log, splitSettings("--threads=4\n-v")).String()).To(Equal("memcached restored 12 items from its memory file"))
-	g.Expect(runnerSaid(log, splitSettings("--threads=2")).String()).To(Equal("memcached restored 10 items from its memory file"))
-	g.Expect(runnerSaid(log, splitSettings("--threads=8"))).To(Equal(restartWord{}), "not yet")
-	g.Expect(runnerSaid([]byte(`{"msg":"memcached restored its cache from the memory file","items":3,"settings":[]}`), splitSettings(""))).
-		To(Equal(restartWord{restored: true, items: 3}), "memcached's defaults")
 	g.Expect(settingsText("")).To(Equal("(memcached's defaults)"))
 	g.Expect(settingsText("-v\n--threads=4")).To(Equal("-v --threads=4"))
 }

@@ -1,4 +1,4 @@
-package main
+package memcachedconn
 
 import (
 	"context"
@@ -68,7 +68,7 @@ func TestAPeerMustProveItIsASlot(t *testing.T) {
 					c.Close()
 				}
 			}()
-			conn, err := peerDialer{tlsDir: dir}.dial(context.Background(), ln.Addr().String(), slot)
+			conn, err := ServedFiles(dir, false, "").DialPeer(context.Background(), ln.Addr().String(), slot)
 			if conn != nil {
 				conn.Close()
 			}
