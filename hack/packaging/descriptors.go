@@ -7,11 +7,9 @@ import (
 	"unicode"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/example/memcached-operator/pkg/owned"
 )
 
 // The OLM console's descriptors (x-descriptors) the CSV uses.
@@ -80,18 +78,12 @@ func ownedCRD(crd *apiextensionsv1.CustomResourceDefinition) (operatorsv1alpha1.
 		statuses = append(statuses, operatorsv1alpha1.StatusDescriptor(d))
 	}
 	return operatorsv1alpha1.CRDDescription{
-		Name:        crd.Name,
-		Version:     served.Name,
-		Kind:        crd.Spec.Names.Kind,
-		DisplayName: crd.Spec.Names.Kind,
-		Description: firstSentence(root.Description),
-		Resources: []operatorsv1alpha1.APIResourceReference{
-			{Kind: "Deployment", Name: "", Version: appsv1.SchemeGroupVersion.Version},
-			{Kind: "Service", Name: "", Version: corev1.SchemeGroupVersion.Version},
-			{Kind: "PodDisruptionBudget", Name: "", Version: policyv1.SchemeGroupVersion.Version},
-			{Kind: "ServiceMonitor", Name: "", Version: "v1"},
-			{Kind: "NetworkPolicy", Name: "", Version: networkingv1.SchemeGroupVersion.Version},
-		},
+		Name:              crd.Name,
+		Version:           served.Name,
+		Kind:              crd.Spec.Names.Kind,
+		DisplayName:       crd.Spec.Names.Kind,
+		Description:       firstSentence(root.Description),
+		Resources:         ownedResources(),
 		SpecDescriptors:   specs,
 		StatusDescriptors: statuses,
 	}, nil
@@ -187,4 +179,14 @@ func firstSentence(s string) string {
 		return s[:i+1]
 	}
 	return s
+}
+
+// ownedResources are the kinds the operator makes for a Memcached, as the
+// CSV lists them: owned.Kinds.
+func ownedResources() []operatorsv1alpha1.APIResourceReference {
+	var out []operatorsv1alpha1.APIResourceReference
+	for _, d := range owned.Kinds {
+		out = append(out, operatorsv1alpha1.APIResourceReference{Kind: string(d.Kind), Version: d.Resource.Version})
+	}
+	return out
 }

@@ -18,18 +18,10 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	monitoringv1ac "github.com/prometheus-operator/prometheus-operator/pkg/client/applyconfiguration/monitoring/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
-	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
@@ -253,31 +245,15 @@ func (s *Summary) digest() (Digest, error) {
 	return *s.Digest, nil
 }
 
-// digestOf computes the digest of what FieldManager owns of a whole
-// StatefulSet, Deployment, Service, PodDisruptionBudget, NetworkPolicy or
-// ServiceMonitor from its managed fields.
+// digestOf computes the digest of what FieldManager owns of a whole object
+// of one of Kinds from its managed fields.
 func digestOf(obj client.Object, schemas *Schemas) (Digest, error) {
 	var d Digest
-	var owned any
-	var err error
-	switch o := obj.(type) {
-	case *appsv1.StatefulSet:
-		owned, err = appsv1ac.ExtractStatefulSet(o, FieldManager)
-	case *corev1.ConfigMap:
-		owned, err = corev1ac.ExtractConfigMap(o, FieldManager)
-	case *appsv1.Deployment:
-		owned, err = appsv1ac.ExtractDeployment(o, FieldManager)
-	case *corev1.Service:
-		owned, err = corev1ac.ExtractService(o, FieldManager)
-	case *policyv1.PodDisruptionBudget:
-		owned, err = policyv1ac.ExtractPodDisruptionBudget(o, FieldManager)
-	case *networkingv1.NetworkPolicy:
-		owned, err = networkingv1ac.ExtractNetworkPolicy(o, FieldManager)
-	case *monitoringv1.ServiceMonitor:
-		owned, err = extractServiceMonitor(o, schemas)
-	default:
+	desc, ok := describeObject(obj)
+	if !ok {
 		return d, fmt.Errorf("no digest for %T", obj)
 	}
+	owned, err := desc.Extract(obj, schemas)
 	if err != nil {
 		return d, fmt.Errorf("extracting the operator's fields of %s: %w", obj.GetName(), err)
 	}

@@ -89,6 +89,11 @@ func LearnSchemas(ctx context.Context, cfg *rest.Config, hc *http.Client) (*Sche
 // schemas were read.
 func (s *Schemas) ServiceMonitors() bool { return s.serviceMonitors != nil }
 
+// Serves tells whether the cluster served d's kind when the schemas were
+// read: a built-in kind always; a kind of a CRD (the ServiceMonitor, the
+// only one the schemas learn) when its CRD was installed.
+func (s *Schemas) Serves(d Descriptor) bool { return !d.ServedByCRD || s.ServiceMonitors() }
+
 // ObjectToTyped types obj with its kind's schema.
 func (s *Schemas) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
 	if obj.GetObjectKind().GroupVersionKind().Group != monitoringv1.SchemeGroupVersion.Group {

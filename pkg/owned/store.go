@@ -155,16 +155,23 @@ func watchedKinds(cfg *rest.Config, hc *http.Client, schemas *Schemas) ([]watche
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	kinds := []watchedKind{
-		{KindStatefulSet, apps.RESTClient(), appsv1.SchemeGroupVersion.WithResource("statefulsets"), &appsv1.StatefulSet{}},
-		{KindDeployment, apps.RESTClient(), appsv1.SchemeGroupVersion.WithResource("deployments"), &appsv1.Deployment{}},
-		{KindService, core.RESTClient(), corev1.SchemeGroupVersion.WithResource("services"), &corev1.Service{}},
-		{KindPodDisruptionBudget, policy.RESTClient(), policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), &policyv1.PodDisruptionBudget{}},
-		{KindNetworkPolicy, networking.RESTClient(), networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), &networkingv1.NetworkPolicy{}},
-		{KindConfigMap, core.RESTClient(), corev1.SchemeGroupVersion.WithResource("configmaps"), &corev1.ConfigMap{}},
+	clients := map[schema.GroupVersion]rest.Interface{
+		appsv1.SchemeGroupVersion:       apps.RESTClient(),
+		corev1.SchemeGroupVersion:       core.RESTClient(),
+		policyv1.SchemeGroupVersion:     policy.RESTClient(),
+		networkingv1.SchemeGroupVersion: networking.RESTClient(),
+		monitoringv1.SchemeGroupVersion: monitoring.RESTClient(),
 	}
-	if schemas.ServiceMonitors() {
-		kinds = append(kinds, watchedKind{KindServiceMonitor, monitoring.RESTClient(), monitoringv1.SchemeGroupVersion.WithResource(monitoringv1.ServiceMonitorName), &monitoringv1.ServiceMonitor{}})
+	var kinds []watchedKind
+	for _, d := range Kinds {
+		if !schemas.Serves(d) {
+			continue
+		}
+		c, ok := clients[d.Resource.GroupVersion()]
+		if !ok {
+			return nil, nil, nil, fmt.Errorf("no client of %s for %s", d.Resource.GroupVersion(), d.Kind)
+		}
+		kinds = append(kinds, watchedKind{d.Kind, c, d.Resource, d.New()})
 	}
 	return kinds, core.RESTClient(), meta, nil
 }

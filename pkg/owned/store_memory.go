@@ -72,14 +72,14 @@ type applied struct {
 	at   time.Time
 }
 
-// shownBy reports whether the watch's version rv of the object is the
+// includedIn reports whether the watch's version rv of the object holds the apply: it is the
 // apply's answer or later. Resource versions compare as numbers
 // (apimachinery's resourceversion): a version between the one the apply
 // changed and its answer (another's write, such as the status the
 // StatefulSet controller writes, landing while the apply was sent) is not
 // the apply. Where they do not compare, any version but the one the apply
 // changed counts as later.
-func (a applied) shownBy(rv string) bool {
+func (a applied) includedIn(rv string) bool {
 	if c, err := resourceversion.CompareResourceVersion(rv, a.summary.ResourceVersion); err == nil {
 		return c >= 0
 	}
@@ -126,7 +126,7 @@ func (s *Store) RememberApplied(over, answer *Summary, digest Digest) {
 		// version the watch still shows is the one before that.
 		rec.over = prev.over
 	}
-	if cur, found, _ := lookup[*Summary](s.informers, key.kind, key.key); found && rec.shownBy(cur.ResourceVersion) {
+	if cur, found, _ := lookup[*Summary](s.informers, key.kind, key.key); found && rec.includedIn(cur.ResourceVersion) {
 		// The watch showed it already (the informer holds an object
 		// before its handlers hear of it).
 		return
@@ -151,7 +151,7 @@ func (s *Store) seen(obj any) {
 	key := appliedKey{sum.Kind(), types.NamespacedName{Namespace: sum.Namespace, Name: sum.Name}}
 	s.appliedMu.Lock()
 	defer s.appliedMu.Unlock()
-	if rec, ok := s.applied[key]; ok && rec.shownBy(sum.ResourceVersion) {
+	if rec, ok := s.applied[key]; ok && rec.includedIn(sum.ResourceVersion) {
 		delete(s.applied, key)
 	}
 }
@@ -169,7 +169,7 @@ func (s *Store) unseen(k Kind, key types.NamespacedName, cur *Summary) (*Summary
 	case time.Since(rec.at) > appliedMemory:
 		delete(s.applied, appliedKey{k, key})
 		return nil, false
-	case cur == nil && rec.over != "", cur != nil && rec.shownBy(cur.ResourceVersion):
+	case cur == nil && rec.over != "", cur != nil && rec.includedIn(cur.ResourceVersion):
 		return nil, false
 	}
 	return rec.summary, true

@@ -15,8 +15,8 @@ import (
 // store and asks the apiserver nothing for it.
 func (s *Store) Sources(h handler.EventHandler) []source.Source {
 	var out []source.Source
-	for _, k := range []Kind{KindStatefulSet, KindDeployment, KindService, KindPodDisruptionBudget, KindServiceMonitor, KindNetworkPolicy, KindConfigMap} {
-		for _, inf := range s.informers[k] {
+	for _, d := range Kinds {
+		for _, inf := range s.informers[d.Kind] {
 			out = append(out, &syncingSource{Informer: source.Informer{Informer: inf, Handler: h}, synced: inf.HasSynced})
 		}
 	}

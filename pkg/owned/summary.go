@@ -15,11 +15,8 @@ package owned
 import (
 	"fmt"
 
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,12 +41,10 @@ const (
 // Kind is a kind of object the operator owns.
 type Kind string
 
-// The kinds of objects the operator makes for a Memcached.
+// The kinds of objects the operator makes for a Memcached: Kinds describes
+// each.
 const (
-	KindStatefulSet Kind = "StatefulSet"
-	// KindDeployment is the kind of the workload of the operator's
-	// versions before slots, and of the Operator SDK tutorial's: watched
-	// so that the operator replaces one with its StatefulSet.
+	KindStatefulSet         Kind = "StatefulSet"
 	KindDeployment          Kind = "Deployment"
 	KindService             Kind = "Service"
 	KindPodDisruptionBudget Kind = "PodDisruptionBudget"
@@ -139,37 +134,16 @@ func Summarize(obj client.Object, schemas *Schemas) (*Summary, error) {
 // compute one from. The controller reads it for the status, never to
 // compare.
 func SummarizeAnswer(obj client.Object) (*Summary, error) {
-	s := &Summary{ObjectMeta: summaryMeta(obj)}
-	switch o := obj.(type) {
-	case *appsv1.StatefulSet:
-		s.TypeMeta = metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: string(KindStatefulSet)}
-		s.Replicas = o.Spec.Replicas
-		s.Selector = o.Spec.Selector
-		s.Status = o.Status
-		s.RestartedFor = o.Spec.Template.Annotations[desired.AnnotationRestartedFor]
-		s.OnDelete = o.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType
-	case *appsv1.Deployment:
-		s.TypeMeta = metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: string(KindDeployment)}
-		s.Replicas = o.Spec.Replicas
-		s.Selector = o.Spec.Selector
-		s.DeploymentStatus = o.Status
-	case *corev1.Service:
-		s.TypeMeta = metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: string(KindService)}
-		s.Ports = o.Spec.Ports
-	case *policyv1.PodDisruptionBudget:
-		s.TypeMeta = metav1.TypeMeta{APIVersion: policyv1.SchemeGroupVersion.String(), Kind: string(KindPodDisruptionBudget)}
-	case *monitoringv1.ServiceMonitor:
-		s.TypeMeta = metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: string(KindServiceMonitor)}
-	case *corev1.ConfigMap:
-		s.TypeMeta = metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: string(KindConfigMap)}
-		if isMembershipOf(o) {
-			s.Membership = bounded(o.Data[desired.MembershipKey])
-			s.Move = bounded(o.Data[desired.MoveKey])
-		}
-	case *networkingv1.NetworkPolicy:
-		s.TypeMeta = metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: string(KindNetworkPolicy)}
-	default:
+	d, ok := describeObject(obj)
+	if !ok {
 		return nil, fmt.Errorf("no summary for %T", obj)
+	}
+	s := &Summary{
+		TypeMeta:   metav1.TypeMeta{APIVersion: d.Resource.GroupVersion().String(), Kind: string(d.Kind)},
+		ObjectMeta: summaryMeta(obj),
+	}
+	if d.Summarize != nil {
+		d.Summarize(obj, s)
 	}
 	return s, nil
 }

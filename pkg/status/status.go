@@ -367,14 +367,8 @@ func statefulSetRollout(d *owned.Summary, want int32) rollout {
 // NotOwnedReason is the reason, of the conditions and of the event, when
 // an object of kind with the Memcached's name is not the Memcached's.
 func NotOwnedReason(kind owned.Kind) string {
-	return map[owned.Kind]string{
-		owned.KindStatefulSet:         cachev1alpha1.ReasonStatefulSetNotOwned,
-		owned.KindService:             cachev1alpha1.ReasonServiceNotOwned,
-		owned.KindPodDisruptionBudget: cachev1alpha1.ReasonPodDisruptionBudgetNotOwned,
-		owned.KindServiceMonitor:      cachev1alpha1.ReasonServiceMonitorNotOwned,
-		owned.KindNetworkPolicy:       cachev1alpha1.ReasonNetworkPolicyNotOwned,
-		owned.KindConfigMap:           cachev1alpha1.ReasonConfigMapNotOwned,
-	}[kind]
+	d, _ := owned.Describe(kind)
+	return d.NotOwnedReason()
 }
 
 // rollingOut tells whether the StatefulSet is on its way to what m asks

@@ -21,5 +21,5 @@ var FailedTest = failedTest
 func PatchPodAndLookAgain(ctx context.Context, c client.Client, p *owned.Pod, ops []map[string]any, result ctrl.Result) (bool, ctrl.Result, error) {
 	s := newScope(&Reconciler{Client: c}, &cachev1alpha1.Memcached{})
 	sent, err := s.patchPod(ctx, p, ops)
-	return sent, s.lookAgainIfLetGo(result), err
+	return sent, s.requeueIfPatchLetGo(result), err
 }

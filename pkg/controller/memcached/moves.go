@@ -270,7 +270,7 @@ func (s *scope) moveStep(ctx context.Context, st membershipState, target discove
 		if err != nil || !done {
 			return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, err
 		}
-		copied, _ := s.podsSaid(ctx, p, move.StepCopy, st.from, podlog.CopiedMessage)
+		copied, _ := s.readStepReports(ctx, p, move.StepCopy, st.from, podlog.CopiedMessage)
 		ctrl.LoggerFrom(ctx).Info("Moved keys", "from", len(st.from.Nodes), "to", len(st.to.Nodes), "move", p.ID, "copied", copied.copied, "removed", said.removed)
 		s.Recorder.Eventf(m, nil, corev1.EventTypeNormal, eventKeysMoved, "Move",
 			"Moved keys from %d to %d slots in %s: %d copied to their new slots (the longest copy of a pod took %.1fs), %d removed from their old ones",
@@ -284,8 +284,8 @@ func (s *scope) moveStep(ctx context.Context, st membershipState, target discove
 // so, or moveStepBound passed since the step began. A step done with a
 // pod silent or failed is told in a Warning event, incomplete (a format
 // of what is missing).
-func (s *scope) awaitPods(ctx context.Context, p move.Plan, step string, c discovery.Cluster, msg, incomplete string) (stepWord, bool, error) {
-	said, err := s.podsSaid(ctx, p, step, c, msg)
+func (s *scope) awaitPods(ctx context.Context, p move.Plan, step string, c discovery.Cluster, msg, incomplete string) (stepReports, bool, error) {
+	said, err := s.readStepReports(ctx, p, step, c, msg)
 	if err != nil {
 		return said, false, err
 	}
@@ -298,8 +298,8 @@ func (s *scope) awaitPods(ctx context.Context, p move.Plan, step string, c disco
 	return said, true, nil
 }
 
-// stepWord is what the pods of a membership said of a step of a plan.
-type stepWord struct {
+// stepReports is what the pods of a membership said of a step of a plan.
+type stepReports struct {
 	// waiting are the pods that said nothing yet; failed those that said
 	// they failed, with what.
 	waiting []string
@@ -310,9 +310,9 @@ type stepWord struct {
 	seconds         float64
 }
 
-func (w stepWord) all() bool { return len(w.waiting) == 0 }
+func (w stepReports) all() bool { return len(w.waiting) == 0 }
 
-func (w stepWord) missing(bound time.Duration) string {
+func (w stepReports) missing(bound time.Duration) string {
 	var parts []string
 	if len(w.waiting) > 0 {
 		parts = append(parts, fmt.Sprintf("no word in %s from %s", bound, strings.Join(w.waiting, ", ")))
@@ -323,11 +323,11 @@ func (w stepWord) missing(bound time.Duration) string {
 	return strings.Join(parts, "; ")
 }
 
-// podsSaid reads what the discovery container of each pod of c said of
+// readStepReports reads what the discovery container of each pod of c said of
 // step of the move p, whose success says msg. A pod that is gone, or not
 // running, has nothing to say: it is not waited for.
-func (s *scope) podsSaid(ctx context.Context, p move.Plan, step string, c discovery.Cluster, msg string) (stepWord, error) {
-	var w stepWord
+func (s *scope) readStepReports(ctx context.Context, p move.Plan, step string, c discovery.Cluster, msg string) (stepReports, error) {
+	var w stepReports
 	pods := map[string]*owned.Pod{}
 	for _, pod := range s.obs.Pods {
 		pods[pod.Name] = pod

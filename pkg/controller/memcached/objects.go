@@ -7,11 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,48 +22,31 @@ import (
 )
 
 // ownedKind is a kind of object the operator makes for a Memcached, named
-// after it (with suffix) and controlled by it.
-type ownedKind struct {
-	kind   owned.Kind
-	newObj func() client.Object
-	suffix string
+// after it (with the descriptor's suffix) and controlled by it.
+type ownedKind struct{ owned.Descriptor }
+
+// kindOf is the ownedKind of k, one of owned.Kinds.
+func kindOf(k owned.Kind) ownedKind {
+	d, ok := owned.Describe(k)
+	if !ok {
+		panic(fmt.Sprintf("%s is not one of owned.Kinds", k))
+	}
+	return ownedKind{d}
 }
 
 // key is the key of m's object of kind k.
 func (k ownedKind) key(m *cachev1alpha1.Memcached) client.ObjectKey {
-	return client.ObjectKey{Namespace: m.Namespace, Name: m.Name + k.suffix}
+	return client.ObjectKey{Namespace: m.Namespace, Name: m.Name + k.Suffix}
 }
 
 var (
-	statefulSets = ownedKind{
-		kind:   owned.KindStatefulSet,
-		newObj: func() client.Object { return &appsv1.StatefulSet{} },
-	}
-	deployments = ownedKind{
-		kind:   owned.KindDeployment,
-		newObj: func() client.Object { return &appsv1.Deployment{} },
-	}
-	services = ownedKind{
-		kind:   owned.KindService,
-		newObj: func() client.Object { return &corev1.Service{} },
-	}
-	podDisruptionBudgets = ownedKind{
-		kind:   owned.KindPodDisruptionBudget,
-		newObj: func() client.Object { return &policyv1.PodDisruptionBudget{} },
-	}
-	networkPolicies = ownedKind{
-		kind:   owned.KindNetworkPolicy,
-		newObj: func() client.Object { return &networkingv1.NetworkPolicy{} },
-	}
-	configMaps = ownedKind{
-		kind:   owned.KindConfigMap,
-		newObj: func() client.Object { return &corev1.ConfigMap{} },
-		suffix: desired.MembershipSuffix,
-	}
-	serviceMonitors = ownedKind{
-		kind:   owned.KindServiceMonitor,
-		newObj: func() client.Object { return &monitoringv1.ServiceMonitor{} },
-	}
+	statefulSets         = kindOf(owned.KindStatefulSet)
+	deployments          = kindOf(owned.KindDeployment)
+	services             = kindOf(owned.KindService)
+	podDisruptionBudgets = kindOf(owned.KindPodDisruptionBudget)
+	networkPolicies      = kindOf(owned.KindNetworkPolicy)
+	configMaps           = kindOf(owned.KindConfigMap)
+	serviceMonitors      = kindOf(owned.KindServiceMonitor)
 )
 
 // outcome is what a phase did with one object.
@@ -109,10 +88,10 @@ func (s *scope) currentReportingForeign(ctx context.Context, k ownedKind) (*owne
 		return nil, out, err
 	}
 	if current != nil && !metav1.IsControlledBy(current, s.m) {
-		ctrl.LoggerFrom(ctx).Info("Leaving alone an object not controlled by the Memcached", "kind", k.kind)
-		foreignObjectsRefused.WithLabelValues(string(k.kind)).Inc()
-		s.Recorder.Eventf(s.m, current, corev1.EventTypeWarning, status.NotOwnedReason(k.kind), "Refuse",
-			"%s %s exists and is not controlled by this Memcached; leaving it alone", k.kind, current.GetName())
+		ctrl.LoggerFrom(ctx).Info("Leaving alone an object not controlled by the Memcached", "kind", k.Kind)
+		foreignObjectsRefused.WithLabelValues(string(k.Kind)).Inc()
+		s.Recorder.Eventf(s.m, current, corev1.EventTypeWarning, status.NotOwnedReason(k.Kind), "Refuse",
+			"%s %s exists and is not controlled by this Memcached; leaving it alone", k.Kind, current.GetName())
 		out.notOwned = true
 	}
 	return current, out, nil
@@ -126,24 +105,24 @@ func (s *scope) currentReportingForeign(ctx context.Context, k ownedKind) (*owne
 // it is the Memcached's but lost the operator's label.
 func (s *scope) current(ctx context.Context, k ownedKind) (*owned.Summary, error) {
 	key := k.key(s.m)
-	sum, found, err := s.Owned.Get(k.kind, key)
+	sum, found, err := s.Owned.Get(k.Kind, key)
 	if err != nil || found {
 		return sum, err
 	}
-	other, found, err := s.Owned.Other(k.kind, key)
+	other, found, err := s.Owned.Other(k.Kind, key)
 	switch {
 	case err != nil || !found:
 		return nil, err
 	case !metav1.IsControlledBy(other, s.m):
-		return &owned.Summary{TypeMeta: metav1.TypeMeta{Kind: string(k.kind)}, ObjectMeta: other.ObjectMeta}, nil
+		return &owned.Summary{TypeMeta: metav1.TypeMeta{Kind: string(k.Kind)}, ObjectMeta: other.ObjectMeta}, nil
 	}
-	obj := k.newObj()
+	obj := k.New()
 	err = s.APIReader.Get(ctx, key, obj)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("getting %s %s: %w", k.kind, key.Name, err)
+		return nil, fmt.Errorf("getting %s %s: %w", k.Kind, key.Name, err)
 	}
 	return owned.Summarize(obj, s.Schemas)
 }
@@ -170,7 +149,7 @@ func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, 
 			return out, err
 		}
 		if same {
-			appliesSkipped.WithLabelValues(string(k.kind)).Inc()
+			appliesSkipped.WithLabelValues(string(k.Kind)).Inc()
 			return out, nil
 		}
 		if lostTo, err = s.whoChanged(ctx, k, current, want); err != nil {
@@ -205,11 +184,11 @@ func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, 
 	}
 	s.Owned.RememberApplied(current, applied, wantDigest)
 	if len(lostTo) > 0 {
-		driftCorrected.WithLabelValues(string(k.kind)).Inc()
+		driftCorrected.WithLabelValues(string(k.Kind)).Inc()
 		s.Recorder.Eventf(m, applied, corev1.EventTypeNormal, eventDriftCorrected, "CorrectDrift",
-			"Restored fields of %s %s changed by %v", k.kind, applied.Name, lostTo)
+			"Restored fields of %s %s changed by %v", k.Kind, applied.Name, lostTo)
 	}
-	out.report = describe(m, k.kind, current, applied, len(lostTo) > 0)
+	out.report = describe(m, k.Kind, current, applied, len(lostTo) > 0)
 	return out, nil
 }
 
@@ -226,7 +205,7 @@ func (s *scope) apply(ctx context.Context, k ownedKind, current *owned.Summary, 
 func (s *scope) send(ctx context.Context, k ownedKind, want runtime.ApplyConfiguration, create bool) error {
 	m := s.m
 	log := ctrl.LoggerFrom(ctx)
-	log.Info("Applying object", "kind", k.kind)
+	log.Info("Applying object", "kind", k.Kind)
 	opts := []client.ApplyOption{client.FieldOwner(owned.FieldManager)}
 	if !create {
 		opts = append(opts, client.ForceOwnership)
@@ -234,21 +213,21 @@ func (s *scope) send(ctx context.Context, k ownedKind, want runtime.ApplyConfigu
 	err := s.Client.Apply(ctx, want, opts...)
 	switch {
 	case create && apierrors.IsConflict(err):
-		return fmt.Errorf("creating %s %s: one of that name exists that the operator has not seen yet: %w", k.kind, k.key(m).Name, err)
+		return fmt.Errorf("creating %s %s: one of that name exists that the operator has not seen yet: %w", k.Kind, k.key(m).Name, err)
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) || namespaceGone(err):
 		// The namespace is going away, or gone, and the Memcached with it:
 		// nothing to create, and no status worth writing.
-		log.V(1).Info("Not applying: the namespace is terminating or gone", "kind", k.kind)
+		log.V(1).Info("Not applying: the namespace is terminating or gone", "kind", k.Kind)
 		return errMemcachedGone
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-		log.Error(err, "The apiserver refused the object", "kind", k.kind)
+		log.Error(err, "The apiserver refused the object", "kind", k.Kind)
 		s.Recorder.Eventf(m, nil, corev1.EventTypeWarning, eventApplyRejected, "Apply",
-			"The apiserver refused %s %s: %v", k.kind, k.key(m).Name, err)
-		return &refusedError{fmt.Errorf("the apiserver refused %s %s: %w", k.kind, k.key(m).Name, err)}
+			"The apiserver refused %s %s: %v", k.Kind, k.key(m).Name, err)
+		return &refusedError{fmt.Errorf("the apiserver refused %s %s: %w", k.Kind, k.key(m).Name, err)}
 	case err != nil:
-		return fmt.Errorf("applying %s %s: %w", k.kind, k.key(m).Name, err)
+		return fmt.Errorf("applying %s %s: %w", k.Kind, k.key(m).Name, err)
 	}
-	appliesSent.WithLabelValues(string(k.kind)).Inc()
+	appliesSent.WithLabelValues(string(k.Kind)).Inc()
 	return nil
 }
 
@@ -275,13 +254,13 @@ func (s *scope) whoChanged(ctx context.Context, k ownedKind, current *owned.Summ
 	if err != nil || exactly {
 		return nil, err
 	}
-	live := k.newObj()
+	live := k.New()
 	err = s.APIReader.Get(ctx, client.ObjectKeyFromObject(current), live)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("getting %s %s: %w", k.kind, current.Name, err)
+		return nil, fmt.Errorf("getting %s %s: %w", k.Kind, current.Name, err)
 	}
 	return owned.ManagersOfLostFields(live, want, s.Schemas)
 }
@@ -298,7 +277,7 @@ func (s *scope) whoChanged(ctx context.Context, k ownedKind, current *owned.Summ
 // tell what the apiserver left out.
 func (s *scope) learnNotKept(ctx context.Context, k ownedKind, current *owned.Summary, applied owned.Digest, sent json.RawMessage) error {
 	s.Owned.RememberNotKept(current, applied)
-	live := k.newObj()
+	live := k.New()
 	if err := s.APIReader.Get(ctx, client.ObjectKeyFromObject(current), live); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -306,18 +285,18 @@ func (s *scope) learnNotKept(ctx context.Context, k ownedKind, current *owned.Su
 	if err != nil {
 		return err
 	}
-	ctrl.LoggerFrom(ctx).Info("The apiserver keeps the object otherwise than applied", "kind", k.kind, "fieldsNotKept", fields)
-	fieldsNotKept.WithLabelValues(string(k.kind)).Inc()
+	ctrl.LoggerFrom(ctx).Info("The apiserver keeps the object otherwise than applied", "kind", k.Kind, "fieldsNotKept", fields)
+	fieldsNotKept.WithLabelValues(string(k.Kind)).Inc()
 	s.Recorder.Eventf(s.m, current, corev1.EventTypeWarning, eventFieldsNotKept, "Apply",
 		"The apiserver did not keep fields the operator set on %s %s as set; they have no effect in this cluster, whose Kubernetes version does not serve them or has their feature gate off: %s",
-		k.kind, current.Name, strings.Join(fields, ", "))
+		k.Kind, current.Name, strings.Join(fields, ", "))
 	return nil
 }
 
 // summaryOfAnswer is the summary of the apiserver's answer to an apply,
 // which Client.Apply decoded into want.
 func summaryOfAnswer(k ownedKind, want runtime.ApplyConfiguration) (*owned.Summary, error) {
-	obj := k.newObj()
+	obj := k.New()
 	if err := jsonconv.Convert(want, obj); err != nil {
 		return nil, err
 	}
@@ -330,15 +309,15 @@ func summaryOfAnswer(k ownedKind, want runtime.ApplyConfiguration) (*owned.Summa
 // Memcached at rest costs no request.
 func (s *scope) remove(ctx context.Context, k ownedKind) error {
 	m := s.m
-	current, found, err := s.Owned.Get(k.kind, k.key(m))
+	current, found, err := s.Owned.Get(k.Kind, k.key(m))
 	switch {
 	case err != nil:
-		return fmt.Errorf("getting %s %s: %w", k.kind, k.key(m).Name, err)
+		return fmt.Errorf("getting %s %s: %w", k.Kind, k.key(m).Name, err)
 	case !found || !metav1.IsControlledBy(current, m):
 		return nil
 	}
-	ctrl.LoggerFrom(ctx).Info("Deleting object", "kind", k.kind)
-	obj := k.newObj()
+	ctrl.LoggerFrom(ctx).Info("Deleting object", "kind", k.Kind)
+	obj := k.New()
 	obj.SetNamespace(current.Namespace)
 	obj.SetName(current.Name)
 	uid := current.UID
@@ -347,10 +326,10 @@ func (s *scope) remove(ctx context.Context, k ownedKind) error {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
-		return fmt.Errorf("deleting %s %s: %w", k.kind, k.key(m).Name, err)
+		return fmt.Errorf("deleting %s %s: %w", k.Kind, k.key(m).Name, err)
 	}
-	note := fmt.Sprintf("deleted %s %s", k.kind, k.key(m).Name)
-	if k.kind == owned.KindPodDisruptionBudget {
+	note := fmt.Sprintf("deleted %s %s", k.Kind, k.key(m).Name)
+	if k.Kind == owned.KindPodDisruptionBudget {
 		note += fmt.Sprintf(" (size is %d)", desired.Replicas(m))
 	}
 	s.reports = append(s.reports, report{reason: eventDeleted, note: note, obj: current})

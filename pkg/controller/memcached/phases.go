@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/discovery"
 	"github.com/example/memcached-operator/pkg/move"
@@ -35,8 +36,8 @@ type phase func(ctx context.Context, s *scope) (ctrl.Result, error)
 // Service the apiserver refuses keeps neither the budget nor the
 // NetworkPolicy from being applied, nor the status from saying so. The
 // rollout reads what the StatefulSet's phase applied and saw, and does
-// nothing without it. The status depends on all of them and runs last
-// (reconcileStatus).
+// nothing without it. The status depends on all of them and is written
+// after them, whatever they returned (writeStatus).
 var phases = []struct {
 	name string
 	run  phase
@@ -45,38 +46,58 @@ var phases = []struct {
 	// After the StatefulSet's, whose apply it brings the pods to.
 	{"rollout", reconcileRollout},
 	{"Service", reconcileService},
-	{"PodDisruptionBudget", reconcileBudget},
-	{"NetworkPolicy", reconcileNetworkPolicy},
+	{"PodDisruptionBudget", applyWhileWanted(podDisruptionBudgets, desired.WantsPodDisruptionBudget,
+		func(s *scope) runtime.ApplyConfiguration { return desired.PodDisruptionBudget(s.m) })},
+	{"NetworkPolicy", applyWhileWanted(networkPolicies, desired.WantsNetworkPolicy,
+		func(s *scope) runtime.ApplyConfiguration { return desired.NetworkPolicy(s.m, s.replacing) })},
 	{"ServiceMonitor", reconcileServiceMonitor},
 	{"membership", reconcileMembership},
 	// After the phases that say what the pods mount.
 	{"pods", tellPods},
 }
 
-// reconcile runs every phase, then the status, and returns the shortest
+// reconcile runs every phase, then writes the status from what they saw
+// (unless skipStatusReason names why not), and returns the shortest
 // requeue any of them asked for and their errors joined, each wrapped with
 // its phase. The errors are terminal when every one is a refusal that only
 // a spec change can fix.
 func (s *scope) reconcile(ctx context.Context) (ctrl.Result, error) {
+	result, errs := s.runPhases(ctx)
+	s.recordReports()
+	if why := s.skipStatusReason(); why != "" {
+		ctrl.LoggerFrom(ctx).V(1).Info("Not writing the status", "reason", why)
+	} else {
+		res, err := writeStatus(ctx, s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("status phase: %w", err))
+		}
+		result = sooner(result, res)
+	}
+	if s.gone {
+		return ctrl.Result{}, nil
+	}
+	return reconcileResult(ctx, result, errs)
+}
+
+// runPhases reads the pods of the Memcached's StatefulSet, then runs every
+// phase, until one finds the Memcached gone.
+func (s *scope) runPhases(ctx context.Context) (ctrl.Result, []error) {
 	// The pods are those of the StatefulSet the store holds (none before
 	// it is made): what they say decides the StatefulSet's phase.
 	set, found, err := s.Owned.Get(owned.KindStatefulSet, client.ObjectKeyFromObject(s.m))
+	if err == nil && found && metav1.IsControlledBy(set, s.m) {
+		s.obs.Pods, err = s.Owned.Pods(s.m.Namespace, set.UID)
+	}
 	if err != nil {
-		return ctrl.Result{}, err
+		s.unobserved = true
+		return ctrl.Result{}, []error{err}
 	}
-	if found && metav1.IsControlledBy(set, s.m) {
-		if s.obs.Pods, err = s.Owned.Pods(s.m.Namespace, set.UID); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-
 	var result ctrl.Result
 	var errs []error
 	for _, p := range phases {
 		res, err := p.run(ctx, s)
 		if errors.Is(err, errMemcachedGone) {
-			// Nothing more to make, and no status worth writing.
-			s.recordReports()
+			s.gone = true
 			return ctrl.Result{}, nil
 		}
 		if err != nil {
@@ -85,14 +106,22 @@ func (s *scope) reconcile(ctx context.Context) (ctrl.Result, error) {
 		}
 		result = sooner(result, res)
 	}
-	s.recordReports()
+	return result, errs
+}
 
-	res, err := reconcileStatus(ctx, s)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("status phase: %w", err))
+// skipStatusReason names why a reconcile that read its Memcached writes no
+// status: the only exceptions to writing it after the phases. Empty: the
+// status is written (or held, see writeStatus).
+func (s *scope) skipStatusReason() string {
+	switch {
+	case s.gone:
+		return "the Memcached's namespace is being deleted: nothing more is made, and no one reads the status"
+	case s.unobserved:
+		return "the store of the owned objects could not be read: the phases observed nothing to report"
+	case s.secretsPending:
+		return "a Secret the Memcached names has not been listed yet: what its pods would mount is unknown"
 	}
-	result = sooner(result, res)
-	return reconcileResult(ctx, result, errs)
+	return ""
 }
 
 // reconcileResult is what a reconcile that asked to look again at result and
@@ -161,18 +190,13 @@ func reconcileService(ctx context.Context, s *scope) (ctrl.Result, error) {
 	return ctrl.Result{}, err
 }
 
-// reconcileBudget applies m's PodDisruptionBudget while m wants one, and
-// deletes it otherwise.
-func reconcileBudget(ctx context.Context, s *scope) (ctrl.Result, error) {
-	return ctrl.Result{}, s.ensureOrRemove(ctx, podDisruptionBudgets, desired.WantsPodDisruptionBudget(s.m),
-		func() runtime.ApplyConfiguration { return desired.PodDisruptionBudget(s.m) })
-}
-
-// reconcileNetworkPolicy applies m's NetworkPolicy while m asks for one,
-// and deletes it otherwise.
-func reconcileNetworkPolicy(ctx context.Context, s *scope) (ctrl.Result, error) {
-	return ctrl.Result{}, s.ensureOrRemove(ctx, networkPolicies, desired.WantsNetworkPolicy(s.m),
-		func() runtime.ApplyConfiguration { return desired.NetworkPolicy(s.m, s.replacing) })
+// applyWhileWanted is the phase of an object of kind k that a Memcached has
+// while wanted says it asks for one: build makes it; otherwise it is
+// deleted.
+func applyWhileWanted(k ownedKind, wanted func(*cachev1alpha1.Memcached) bool, build func(*scope) runtime.ApplyConfiguration) phase {
+	return func(ctx context.Context, s *scope) (ctrl.Result, error) {
+		return ctrl.Result{}, s.ensureOrRemove(ctx, k, wanted(s.m), func() runtime.ApplyConfiguration { return build(s) })
+	}
 }
 
 // reconcileServiceMonitor applies m's ServiceMonitor while m asks for
@@ -204,19 +228,14 @@ func (s *scope) ensureOrRemove(ctx context.Context, k ownedKind, wanted bool, bu
 		return s.remove(ctx, k)
 	}
 	out, err := s.ensure(ctx, k, build())
-	s.observe(k.kind, out)
+	s.observe(k.Kind, out)
 	return err
 }
 
-// reconcileStatus applies the status computed from what the phases saw,
+// writeStatus applies the status computed from what the phases saw,
 // unless it is held (package status decides when a status is worth
-// writing). It depends on the StatefulSet's phase having learnt what the
-// pods would mount: until the Secrets' watches have listed, there is no
-// status to write.
-func reconcileStatus(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.secretsPending {
-		return ctrl.Result{}, nil
-	}
+// writing).
+func writeStatus(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if hold := status.Hold(s.m, s.obs, s.now()); hold > 0 {
 		// Anything written to the status now would be stale within
 		// moments, and say nothing a reader of the status lacks: until

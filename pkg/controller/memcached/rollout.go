@@ -161,7 +161,7 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 		}
 	}
 	if len(notReadyOutdated) > 0 || len(outdated) == 0 {
-		return s.lookAgainIfLetGo(result), nil
+		return s.requeueIfPatchLetGo(result), nil
 	}
 	if waiting != "" || int32(len(slots)) < replicas {
 		// The pods' next news is an event (or the log of a restart for
@@ -174,15 +174,15 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 		return int(i - j)
 	})
 	err := s.bringToTemplate(ctx, last, st.UpdateRevision, want)
-	return s.lookAgainIfLetGo(ctrl.Result{}), err
+	return s.requeueIfPatchLetGo(ctrl.Result{}), err
 }
 
-// lookAgainIfLetGo is result, or a look again after settingsPoll when a
+// requeueIfPatchLetGo is result, or a look again after settingsPoll when a
 // pod's patch was let go because its test failed: the pod's next event
 // would bring the store up to date, but a patch let go is not to depend on
 // one coming (none does when the pod does not change again, or when the
 // event was missed).
-func (s *scope) lookAgainIfLetGo(result ctrl.Result) ctrl.Result {
+func (s *scope) requeueIfPatchLetGo(result ctrl.Result) ctrl.Result {
 	if !s.podPatchLetGo {
 		return result
 	}

@@ -62,6 +62,10 @@ type scope struct {
 	// secretsPending: a Secret the Memcached names has not been listed yet,
 	// so neither the StatefulSet nor the status can be known.
 	secretsPending bool
+	// gone: a phase found the Memcached's namespace being deleted.
+	gone bool
+	// unobserved: the store could not be read before the phases ran.
+	unobserved bool
 	// replacing: the StatefulSet's phase is replacing a Deployment of the
 	// Memcached, whose pods the Service and NetworkPolicy select too.
 	replacing bool
@@ -156,7 +160,7 @@ type sentStatus struct {
 // reconciles nothing: the Memcached's watch passes on status-only
 // changes). Once the cache shows the write, the cache tells.
 func (w sentStatus) appliesNothing(rv, body string, cacheSays bool) bool {
-	if w.shownBy(rv) {
+	if w.includedIn(rv) {
 		return cacheSays
 	}
 	return body == w.body
@@ -166,7 +170,7 @@ func (w sentStatus) appliesNothing(rv, body string, cacheSays bool) bool {
 // cache's m: m, or where the cache does not show the write w yet, m with
 // the status w wrote.
 func (w sentStatus) heldOver(m *cachev1alpha1.Memcached) *cachev1alpha1.Memcached {
-	if w.shownBy(m.ResourceVersion) {
+	if w.includedIn(m.ResourceVersion) {
 		return m
 	}
 	written := &cachev1alpha1.Memcached{}
@@ -178,11 +182,11 @@ func (w sentStatus) heldOver(m *cachev1alpha1.Memcached) *cachev1alpha1.Memcache
 	return held
 }
 
-// shownBy reports whether the cache's version rv of the Memcached is the
+// includedIn reports whether the cache's version rv of the Memcached is the
 // one w made or later. Resource versions compare as numbers
 // (apimachinery's resourceversion); where they do not, any version but the
 // one w was computed from counts as later.
-func (w sentStatus) shownBy(rv string) bool {
+func (w sentStatus) includedIn(rv string) bool {
 	if c, err := resourceversion.CompareResourceVersion(rv, w.made); err == nil {
 		return c >= 0
 	}

@@ -96,7 +96,7 @@ func reconcileStatefulSet(ctx context.Context, s *scope) (ctrl.Result, error) {
 		if desired.RunsReloader(s.m, s.Images) {
 			s.tell.secrets = mounted.digests.Combined()
 		}
-		digests := s.restartFor(current, mounted.digests)
+		digests := s.restartPodsOnFailedReload(current, mounted.digests)
 		s.obs.RestartingForReload = digests.RestartedFor != "" && digests.RestartedFor == digests.Combined()
 		s.desiredSet = desired.StatefulSet(s.m, s.Images, digests)
 		if n := s.slots(ctx); n != desired.Replicas(s.m) {
@@ -322,12 +322,12 @@ func (s *scope) adoptFieldManagers(ctx context.Context) error {
 // Secret content in place and the operator restarts the pods instead.
 const eventReloadFailed = cachev1alpha1.ReasonReloadFailed
 
-// restartFor completes digests with the Secret content the pods are to be
+// restartPodsOnFailedReload completes digests with the Secret content the pods are to be
 // restarted for. The pods load new content in place (the reloader); when
 // one says it could not, the pods are restarted, one at a time as every
 // rollout, to mount what the Secrets hold now: once per content, which
 // the StatefulSet's template then records.
-func (s *scope) restartFor(current *owned.Summary, digests desired.SecretDigests) desired.SecretDigests {
+func (s *scope) restartPodsOnFailedReload(current *owned.Summary, digests desired.SecretDigests) desired.SecretDigests {
 	if !desired.RunsReloader(s.m, s.Images) {
 		return digests
 	}
