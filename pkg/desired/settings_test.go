@@ -1,8 +1,9 @@
 package desired
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
 	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"

@@ -128,13 +128,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return newScope(r, m).reconcile(ctx)
 }
 
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
-
 // SetupWithManager registers the controller with mgr, watching sources
 // too. r.Owned and r.Secrets must be added to mgr too (see Setup).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options, sources ...source.Source) error {

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/example/memcached-operator/pkg/material"
+	"github.com/example/memcached-operator/pkg/owned"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
@@ -140,4 +142,35 @@ func (s *scope) checkCertificate(out *mountedSecrets, name string) *status.Secre
 		out.recheck = cert.NotAfter
 	}
 	return nil
+}
+
+// eventReloadFailed is the event reason when a pod could not load new
+// Secret content in place and the operator restarts the pods instead.
+const eventReloadFailed = cachev1alpha1.ReasonReloadFailed
+
+// restartPodsOnFailedReload completes digests with the Secret content the pods are to be
+// restarted for. The pods load new content in place (the reloader); when
+// one says it could not, the pods are restarted, one at a time as every
+// rollout, to mount what the Secrets hold now: once per content, which
+// the StatefulSet's template then records.
+func (s *scope) restartPodsOnFailedReload(current *owned.Summary, digests desired.SecretDigests) desired.SecretDigests {
+	if !desired.RunsReloader(s.m, s.Images) {
+		return digests
+	}
+	if current != nil {
+		digests.RestartedFor = current.RestartedFor
+	}
+	if digests.RestartedFor == digests.Combined() {
+		return digests
+	}
+	for _, p := range s.obs.Pods {
+		if p.ReloadFailed == "" {
+			continue
+		}
+		digests.RestartedFor = digests.Combined()
+		s.Recorder.Eventf(s.m, nil, corev1.EventTypeWarning, eventReloadFailed, "Restart",
+			"Pod %s could not load the new Secret content in place (%s); restarting the pods one at a time to mount it", p.Name, p.ReloadFailed)
+		break
+	}
+	return digests
 }

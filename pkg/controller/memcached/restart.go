@@ -1,0 +1,105 @@
+package memcached
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/owned"
+	"github.com/example/memcached-operator/pkg/podlog"
+	"github.com/example/memcached-operator/pkg/settings"
+)
+
+// confirmRestart reads what the warm runner of p's restarted memcached
+// said of its cache, and tells it: on the pod (desired.AnnotationWarmRestart,
+// which ends the restart) and in an event.
+func (s *scope) confirmRestart(ctx context.Context, p *owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration) error {
+	limit := int64(logLimitBytes)
+	log, err := s.Logs.Read(ctx, p.Namespace, p.Name, &corev1.PodLogOptions{Container: desired.ContainerName, LimitBytes: &limit})
+	if err != nil {
+		return fmt.Errorf("reading the log of pod %s's memcached: %w", p.Name, err)
+	}
+	said, _ := podlog.FirstStart(log, nil)
+	image := templateImages(want)[owned.ContainerImage{Name: desired.ContainerName}.Key()]
+	ctrl.LoggerFrom(ctx).Info("memcached restarted in place", "pod", p.Name, "restored", said.IsRestore(), "items", said.Items)
+	return s.endRestart(ctx, p, said, "with image "+image)
+}
+
+// confirmSettingsRestart reads, in the log of p's memcached since new
+// settings were set on p, whether its warm runner restarted memcached on
+// them, and if it did, tells it as confirmRestart does. done: it did (or
+// the annotation is not the operator's, and the restart is ended
+// unconfirmed).
+func (s *scope) confirmSettingsRestart(ctx context.Context, p *owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration) (bool, error) {
+	since, err := time.Parse(time.RFC3339, strings.TrimPrefix(p.RestartingFrom, desired.RestartingForSettings))
+	if err != nil {
+		// Not the operator's: end it as unconfirmed.
+		return true, s.endRestart(ctx, p, podlog.Start{}, "with new settings")
+	}
+	settings := want.Spec.Template.Annotations[desired.AnnotationMemcachedSettings]
+	if !p.Ready || p.Annotations[desired.AnnotationMemcachedSettings] != settings {
+		return false, nil
+	}
+	// memcached's own lines come between the runner's (all of them at
+	// -vv): as much is read as podlog reads.
+	limit := int64(podlog.ReadLimit)
+	log, err := s.Logs.Read(ctx, p.Namespace, p.Name, &corev1.PodLogOptions{
+		Container: desired.ContainerName, LimitBytes: &limit, SinceTime: &metav1.Time{Time: since},
+	})
+	if err != nil {
+		return false, fmt.Errorf("reading the log of pod %s's memcached: %w", p.Name, err)
+	}
+	said, ok := podlog.FirstStart(log, settingsOf(settings))
+	if !ok {
+		return false, nil // not yet
+	}
+	ctrl.LoggerFrom(ctx).Info("memcached restarted in place for new settings", "pod", p.Name, "restored", said.IsRestore(), "items", said.Items)
+	return true, s.endRestart(ctx, p, said, "with settings "+settingsText(settings))
+}
+
+// endRestart ends p's restart in place: it removes
+// desired.AnnotationRestartingFrom and says what memcached kept, on the pod
+// (desired.AnnotationWarmRestart) and in an event, once.
+func (s *scope) endRestart(ctx context.Context, p *owned.Pod, said podlog.Start, with string) error {
+	restarting := "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationRestartingFrom)
+	sent, err := s.patchPod(ctx, p, []map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": p.UID},
+		// Told once, whatever the store holds yet.
+		{"op": "test", "path": restarting, "value": p.RestartingFrom},
+		{"op": "remove", "path": restarting},
+		{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationWarmRestart), "value": said.String()},
+	})
+	switch {
+	case !sent:
+	case said.IsRestore():
+		s.podEvent(p, corev1.EventTypeNormal, eventRestartedWarm, "Restart",
+			"Pod %s restarted memcached in place %s: %s", p.Name, with, said)
+	default:
+		s.podEvent(p, corev1.EventTypeWarning, eventRestartedEmpty, "Restart",
+			"Pod %s restarted memcached in place %s, and its cache is empty: %s", p.Name, with, said)
+	}
+	return err
+}
+
+// settingsOf are the flags of desired.AnnotationMemcachedSettings, as the
+// warm runner takes them (never nil).
+func settingsOf(annotation string) []string {
+	flags, _ := settings.Parse(annotation)
+	return flags
+}
+
+// settingsText is desired.AnnotationMemcachedSettings on one line.
+func settingsText(annotation string) string {
+	flags := settingsOf(annotation)
+	if len(flags) == 0 {
+		return "(memcached's defaults)"
+	}
+	return strings.Join(flags, " ")
+}

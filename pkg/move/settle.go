@@ -1,0 +1,94 @@
+package move
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/example/memcached-operator/pkg/ring"
+)
+
+// Settle deletes from server every key after puts elsewhere, and the copy
+// of each such key that changed on server after ledger recorded it (unless
+// the copy changed too).
+func (m *Mover) Settle(ctx context.Context, server string, after *ring.Ring, ledger Ledger) (SettleResult, error) {
+	var res SettleResult
+	leaving, _, err := m.misplaced(ctx, server, after)
+	if err != nil {
+		return res, err
+	}
+	conns := m.pool()
+	defer conns.close()
+	for batch := range chunks(leaving, m.batch()) {
+		if err := m.wait(ctx, len(batch)); err != nil {
+			return res, err
+		}
+		src, err := conns.get(ctx, m, server)
+		if err != nil {
+			return res, err
+		}
+		// Keys copied and unchanged since are deleted only as they were
+		// (their CAS): one written between the listing and now is found
+		// changed, as one changed before the listing is.
+		dels := make([]casKey, len(batch))
+		for i, k := range batch {
+			dels[i] = casKey{key: k.key}
+			if c, copied := ledger[k.key]; copied && c.FromCAS == k.cas {
+				dels[i].cas = k.cas
+			}
+		}
+		deleted, err := src.delete(m.deadline(), dels)
+		if err != nil {
+			return res, fmt.Errorf("deleting from %s: %w", server, err)
+		}
+		var again []casKey
+		invalid := map[string][]casKey{}
+		for i, k := range batch {
+			c, copied := ledger[k.key]
+			switch {
+			case !copied:
+				res.Uncopied++
+			case dels[i].cas != 0 && deleted[i]:
+				res.Removed++
+			default:
+				// Written on this server after its copy: the copy is
+				// older than that write.
+				if dels[i].cas != 0 {
+					again = append(again, casKey{key: k.key})
+				}
+				invalid[c.To] = append(invalid[c.To], casKey{key: k.key, cas: c.ToCAS})
+				res.Invalidated++
+			}
+		}
+		if len(again) > 0 {
+			if _, err := src.delete(m.deadline(), again); err != nil {
+				return res, fmt.Errorf("deleting from %s: %w", server, err)
+			}
+		}
+		for owner, copies := range invalid {
+			dst, err := conns.get(ctx, m, owner)
+			if err != nil {
+				return res, err
+			}
+			if _, err := dst.delete(m.deadline(), copies); err != nil {
+				return res, fmt.Errorf("deleting from %s: %w", owner, err)
+			}
+		}
+	}
+	return res, nil
+}
+
+// misplaced lists server's keys and returns those after puts elsewhere,
+// and how many it holds in all.
+func (m *Mover) misplaced(ctx context.Context, server string, after *ring.Ring) ([]listed, int, error) {
+	keys, err := m.list(ctx, server)
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []listed
+	for _, k := range keys {
+		if after.Server(k.key) != server {
+			out = append(out, k)
+		}
+	}
+	return out, len(keys), nil
+}
