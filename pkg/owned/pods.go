@@ -1,8 +1,6 @@
 package owned
 
 import (
-	"strings"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -138,7 +136,8 @@ type ContainerProblem struct {
 	TerminatedMessage string `json:"terminatedMessage,omitempty"`
 }
 
-// SummarizePod returns the summary of one of the operator's pods.
+// SummarizePod returns the summary of one of the operator's pods: the
+// fields the operator sets on it (PodFields), and why it is not ready.
 func SummarizePod(p *corev1.Pod) *Pod {
 	s := &Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: string(kindPod)},
@@ -158,62 +157,38 @@ func SummarizePod(p *corev1.Pod) *Pod {
 	}
 	s.Controller, s.StatefulSet = ref.UID, ref.Name
 	s.IP = p.Status.PodIP
-	s.Revision = p.Labels[appsv1.ControllerRevisionHashLabelKey]
-	s.Shape = p.Annotations[desired.AnnotationPodShape]
-	s.RestartingFrom = p.Annotations[desired.AnnotationRestartingFrom]
-	s.MembershipVersion = p.Annotations[desired.AnnotationMembershipVersion]
-	s.MembershipSeal = p.Annotations[desired.AnnotationMembershipSeal]
-	s.SecretsDigest = p.Annotations[desired.AnnotationSecretsDigest]
-	if s.Shape != "" {
-		s.Labels, s.Annotations = p.Labels, p.Annotations
+	// Going away: what it says no longer stands in the way.
+	s.Deleting = p.DeletionTimestamp != nil
+	for _, f := range PodFields {
+		if f.Read != nil && (!s.Deleting || f.ReadWhileDeleting) {
+			f.Read(p, s)
+		}
 	}
-	if p.DeletionTimestamp != nil {
-		// Going away: what it says no longer stands in the way.
-		s.Deleting = true
-		return s
+	if !s.Deleting {
+		readConditions(p, s)
+		readContainerProblems(p, s)
 	}
+	return s
+}
+
+// readConditions reads whether p is ready, and why the scheduler cannot
+// place it.
+func readConditions(p *corev1.Pod, s *Pod) {
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
+		switch {
+		case c.Type == corev1.PodReady:
 			s.Ready = c.Status == corev1.ConditionTrue
-		}
-	}
-	for _, c := range p.Spec.InitContainers {
-		s.Images = append(s.Images, ContainerImage{Name: c.Name, Image: c.Image, Init: true})
-	}
-	for _, c := range p.Spec.Containers {
-		s.Images = append(s.Images, ContainerImage{Name: c.Name, Image: c.Image})
-	}
-	for _, st := range p.Status.ContainerStatuses {
-		if st.Name == desired.ContainerName {
-			s.MemcachedID = st.ContainerID
-			if s.Shape != "" {
-				s.Resized = st.Resources
-			}
-		}
-	}
-	if s.Shape != "" {
-		for _, c := range p.Spec.Containers {
-			if c.Name == desired.ContainerName {
-				s.Resources = c.Resources
-			}
-		}
-		for _, v := range p.Spec.Volumes {
-			if v.Name == desired.MemoryVolumeName && v.EmptyDir != nil {
-				s.MemoryVolume = v.EmptyDir.SizeLimit
-			}
-		}
-		for _, c := range p.Status.Conditions {
-			if (c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress) && c.Status == corev1.ConditionTrue {
-				s.Resizing = strings.TrimSuffix(c.Reason+": "+c.Message, ": ")
-				s.ResizeFailed = s.ResizeFailed || c.Reason == corev1.PodReasonInfeasible || c.Reason == corev1.PodReasonError
-			}
-		}
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable:
 			s.Unschedulable = c.Message
 		}
 	}
+}
+
+// readContainerProblems reads why p's containers are not ready, the init
+// containers first (the reloader checking the mounted Secrets before
+// memcached starts), as the pod runs them, and whether its reloader
+// failed.
+func readContainerProblems(p *corev1.Pod, s *Pod) {
 	images := map[string]string{}
 	for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
 		images[c.Name] = c.Image
@@ -222,8 +197,6 @@ func SummarizePod(p *corev1.Pod) *Pod {
 	for _, st := range p.Status.InitContainerStatuses {
 		initContainer[st.Name] = true
 	}
-	// The init containers first (the reloader checking the mounted
-	// Secrets before memcached starts), as the pod runs them.
 	for _, st := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
 		if st.Name == desired.ReloaderContainerName {
 			// Its exit on a failed reload is how it tells, not a crash.
@@ -236,22 +209,27 @@ func SummarizePod(p *corev1.Pod) *Pod {
 			// Ready, or an init container that did its work.
 			continue
 		}
-		c := ContainerProblem{Name: st.Name, Image: images[st.Name], RestartCount: st.RestartCount}
-		if w := st.State.Waiting; w != nil && !startingReasons[w.Reason] {
-			c.Waiting, c.Message = w.Reason, w.Message
-		}
-		t := st.State.Terminated
-		if t == nil {
-			t = st.LastTerminationState.Terminated
-		}
-		if t != nil {
-			c.Terminated, c.ExitCode, c.TerminatedMessage = t.Reason, t.ExitCode, t.Message
-		}
-		if c.Waiting != "" || c.Terminated != "" {
+		if c, ok := containerProblem(st, images[st.Name]); ok {
 			s.Containers = append(s.Containers, c)
 		}
 	}
-	return s
+}
+
+// containerProblem is what st, the status of a container of image that is
+// not ready, says of why; ok is false when it says nothing (it starts).
+func containerProblem(st corev1.ContainerStatus, image string) (ContainerProblem, bool) {
+	c := ContainerProblem{Name: st.Name, Image: image, RestartCount: st.RestartCount}
+	if w := st.State.Waiting; w != nil && !startingReasons[w.Reason] {
+		c.Waiting, c.Message = w.Reason, w.Message
+	}
+	t := st.State.Terminated
+	if t == nil {
+		t = st.LastTerminationState.Terminated
+	}
+	if t != nil {
+		c.Terminated, c.ExitCode, c.TerminatedMessage = t.Reason, t.ExitCode, t.Message
+	}
+	return c, c.Waiting != "" || c.Terminated != ""
 }
 
 // reloadFailure is the reloader's last run when it ended on a failed

@@ -56,46 +56,59 @@ type resize struct {
 	resources corev1.ResourceRequirements
 }
 
-// inPlaceStep is how to bring p to revision, want's template, at now: a
-// JSON patch of its images, labels, annotations (memcached's settings
-// among them) and revision label when p has the template's shape, with
-// desired.AnnotationRestartingFrom where memcached restarts; else a
-// replacement.
+// inPlaceStep is how to bring p to revision, want's template, at now: what
+// its changes cost (owned.Changes) decides. A replacement, when any change
+// costs one; else a JSON patch of its images, labels, annotations
+// (memcached's settings among them) and revision label, with
+// desired.AnnotationRestartingFrom where memcached restarts, and a resize
+// in place where its CPU or memory change.
 func inPlaceStep(p *owned.Pod, revision string, want *appsv1ac.StatefulSetApplyConfiguration, now time.Time) step {
-	shape := want.Spec.Template.Annotations[desired.AnnotationPodShape]
-	if p.Shape == "" || p.Shape != shape {
-		return step{kind: replace}
+	changes := owned.Changes(p, want.Spec.Template)
+	if c := owned.Costliest(changes); c.Cost == owned.Replacement {
+		return step{kind: replace, why: c.Why}
 	}
-	if !fitsMemory(p, want) {
-		return step{kind: replace, why: fmt.Sprintf("memcached's new memory limit needs a memory volume of %s, and the pod's is %s: a pod's volumes cannot grow",
-			desired.MemoryVolumeSize(want.Spec.Template), p.MemoryVolume)}
+	ops := imageOps(p, want, revision)
+	ops = append(ops, metadataOps(p, want)...)
+	var r *resize
+	if owned.Changed(changes, owned.FieldResources) {
+		r = &resize{index: containerIndex(p, desired.ContainerName), resources: owned.TemplateResources(want.Spec.Template)}
 	}
-	images := templateImages(want)
+	restarting := func(from string) map[string]any {
+		return map[string]any{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationRestartingFrom), "value": from}
+	}
+	switch {
+	case owned.Changed(changes, owned.FieldMemcachedImage):
+		// With new settings too: the next container reads them at start.
+		from := p.MemcachedID
+		if from == "" {
+			from = noContainer // none runs: an image that could not start
+		}
+		return step{kind: restartContainer, ops: append(ops, restarting(from)), resize: r,
+			with: "with image " + owned.TemplateImages(want.Spec.Template)[owned.ContainerImage{Name: desired.ContainerName}.Key()]}
+	case owned.Changed(changes, owned.FieldSettings) && p.MemcachedID != "":
+		// The kubelet writes the annotation to the runner's settings file,
+		// and the runner restarts memcached in its container.
+		since := desired.RestartingForSettings + now.UTC().Format(time.RFC3339)
+		settings := want.Spec.Template.Annotations[desired.AnnotationMemcachedSettings]
+		return step{kind: restartForSettings, ops: append(ops, restarting(since)), resize: r, with: "with settings " + settingsText(settings)}
+	}
+	// A memcached not running takes new settings when it starts.
+	return step{kind: noRestart, ops: ops, resize: r}
+}
+
+// imageOps are the JSON patch operations that bring p's images and
+// revision label to want's template, testing first that p is the pod the
+// store holds: a patch sent already, whose pod the store has not caught up
+// with, is not sent twice.
+func imageOps(p *owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration, revision string) []map[string]any {
+	images := owned.TemplateImages(want.Spec.Template)
 	revisionLabel := "/metadata/labels/" + jsonPointerEscape(appsv1.ControllerRevisionHashLabelKey)
 	ops := []map[string]any{
 		{"op": "test", "path": "/metadata/uid", "value": p.UID},
-		// As the store holds it: a patch sent already, whose pod the store
-		// has not caught up with, is not sent twice.
 		{"op": "test", "path": revisionLabel, "value": p.Revision},
 	}
-	restarts := false // memcached's container
-	var r *resize
 	for i, c := range p.Images {
-		if c.Name == desired.ContainerName && !c.Init {
-			want := templateResources(want)
-			if removes(p.Resources, want) {
-				// Which no resize can do.
-				return step{kind: replace}
-			}
-			if !sameCPUAndMemory(p.Resources, want) {
-				r = &resize{index: i - initContainers(p), resources: want}
-			}
-		}
-		image, ok := images[c.Key()]
-		if !ok {
-			// Not the template's containers: another's change; replace.
-			return step{kind: replace}
-		}
+		image := images[c.Key()]
 		if image == c.Image {
 			continue
 		}
@@ -104,42 +117,24 @@ func inPlaceStep(p *owned.Pod, revision string, want *appsv1ac.StatefulSetApplyC
 			list = "initContainers"
 		} else {
 			i -= initContainers(p)
-			restarts = restarts || c.Name == desired.ContainerName
 		}
 		at := fmt.Sprintf("/spec/%s/%d", list, i)
 		ops = append(ops,
 			map[string]any{"op": "test", "path": at + "/name", "value": c.Name},
 			map[string]any{"op": "replace", "path": at + "/image", "value": image})
 	}
-	ops = append(ops, map[string]any{"op": "replace", "path": revisionLabel, "value": revision})
-	ops = append(ops, metadataOps(p, want)...)
-	restarting := func(from string) map[string]any {
-		return map[string]any{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(desired.AnnotationRestartingFrom), "value": from}
-	}
-	settings, newSettings := want.Spec.Template.Annotations[desired.AnnotationMemcachedSettings]
-	newSettings = newSettings && settings != p.Annotations[desired.AnnotationMemcachedSettings]
-	switch {
-	case restarts && p.Ready && p.MemcachedID == "":
-		// No kubelet says a pod is ready with no container ID: a node
-		// that runs no containers (a virtual kubelet), which would never
-		// restart one for its new image.
-		return step{kind: replace, why: "the pod is ready but names no memcached container, so no restart of it for its new image can be seen"}
-	case restarts:
-		// With new settings too: the next container reads them at start.
-		from := p.MemcachedID
-		if from == "" {
-			from = noContainer // none runs: an image that could not start
+	return append(ops, map[string]any{"op": "replace", "path": revisionLabel, "value": revision})
+}
+
+// containerIndex is the index of p's container name among its containers
+// (not its init containers).
+func containerIndex(p *owned.Pod, name string) int {
+	for i, c := range p.Images {
+		if c.Name == name && !c.Init {
+			return i - initContainers(p)
 		}
-		return step{kind: restartContainer, ops: append(ops, restarting(from)), resize: r,
-			with: "with image " + images[owned.ContainerImage{Name: desired.ContainerName}.Key()]}
-	case newSettings && p.MemcachedID != "":
-		// The kubelet writes the annotation to the runner's settings file,
-		// and the runner restarts memcached warm in its container.
-		since := desired.RestartingForSettings + now.UTC().Format(time.RFC3339)
-		return step{kind: restartForSettings, ops: append(ops, restarting(since)), resize: r, with: "with settings " + settingsText(settings)}
 	}
-	// A memcached not running takes new settings when it starts.
-	return step{kind: noRestart, ops: ops, resize: r}
+	return -1
 }
 
 // resizePod asks for p's memcached container to be resized in place
@@ -173,72 +168,7 @@ func (s *scope) resizePod(ctx context.Context, p *owned.Pod, st step) (string, e
 // p's memcached container: a resize condition, or other resources than
 // the spec's where it says which it runs with.
 func resizing(p *owned.Pod) bool {
-	return p.Resizing != "" || (p.Resized != nil && !sameCPUAndMemory(*p.Resized, p.Resources))
-}
-
-// templateResources are the resources of want's memcached container, as
-// the apiserver defaults them on a pod: a limit without a request is the
-// request too.
-func templateResources(want *appsv1ac.StatefulSetApplyConfiguration) corev1.ResourceRequirements {
-	var r corev1.ResourceRequirements
-	for _, c := range want.Spec.Template.Spec.Containers {
-		if c.Name == nil || *c.Name != desired.ContainerName || c.Resources == nil {
-			continue
-		}
-		if c.Resources.Limits != nil {
-			r.Limits = maps.Clone(*c.Resources.Limits)
-		}
-		if c.Resources.Requests != nil {
-			r.Requests = maps.Clone(*c.Resources.Requests)
-		}
-	}
-	for name, q := range r.Limits {
-		if _, ok := r.Requests[name]; !ok {
-			if r.Requests == nil {
-				r.Requests = corev1.ResourceList{}
-			}
-			r.Requests[name] = q
-		}
-	}
-	return r
-}
-
-// sameCPUAndMemory tells whether a and b ask for the same CPU and memory,
-// which is what a resize in place changes.
-func sameCPUAndMemory(a, b corev1.ResourceRequirements) bool {
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		for _, l := range [][2]corev1.ResourceList{{a.Requests, b.Requests}, {a.Limits, b.Limits}} {
-			x, inX := l[0][name]
-			y, inY := l[1][name]
-			if inX != inY || (inX && x.Cmp(y) != 0) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// removes tells whether want leaves out a request or limit that have
-// sets, or changes another resource than CPU and memory: no resize in
-// place can.
-func removes(have, want corev1.ResourceRequirements) bool {
-	for _, l := range [][2]corev1.ResourceList{{have.Requests, want.Requests}, {have.Limits, want.Limits}} {
-		for name, q := range l[0] {
-			w, ok := l[1][name]
-			if !ok {
-				return true
-			}
-			if name != corev1.ResourceCPU && name != corev1.ResourceMemory && q.Cmp(w) != 0 {
-				return true
-			}
-		}
-		for name := range l[1] {
-			if _, ok := l[0][name]; !ok && name != corev1.ResourceCPU && name != corev1.ResourceMemory {
-				return true
-			}
-		}
-	}
-	return false
+	return p.Resizing != "" || (p.Resized != nil && !owned.SameCPUAndMemory(*p.Resized, p.Resources))
 }
 
 // metadataOps are the JSON patch operations that give p the labels and
@@ -266,19 +196,6 @@ func metadataOps(p *owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration) []m
 	set("labels", p.Labels, want.Spec.Template.Labels, was.Labels)
 	set("annotations", p.Annotations, want.Spec.Template.Annotations, was.Annotations)
 	return ops
-}
-
-// templateImages are the images of want's pod template, by container.
-func templateImages(want *appsv1ac.StatefulSetApplyConfiguration) map[string]string {
-	spec := want.Spec.Template.Spec
-	images := map[string]string{}
-	for _, c := range spec.InitContainers {
-		images[owned.ContainerImage{Name: *c.Name, Init: true}.Key()] = *c.Image
-	}
-	for _, c := range spec.Containers {
-		images[owned.ContainerImage{Name: *c.Name}.Key()] = *c.Image
-	}
-	return images
 }
 
 func initContainers(p *owned.Pod) int {

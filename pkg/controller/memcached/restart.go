@@ -27,7 +27,7 @@ func (s *scope) confirmRestart(ctx context.Context, p *owned.Pod, want *appsv1ac
 		return fmt.Errorf("reading the log of pod %s's memcached: %w", p.Name, err)
 	}
 	said, _ := podlog.FirstStart(log, nil)
-	image := templateImages(want)[owned.ContainerImage{Name: desired.ContainerName}.Key()]
+	image := owned.TemplateImages(want.Spec.Template)[owned.ContainerImage{Name: desired.ContainerName}.Key()]
 	ctrl.LoggerFrom(ctx).Info("memcached restarted in place", "pod", p.Name, "restored", said.IsRestore(), "items", said.Items)
 	return s.endRestart(ctx, p, said, "with image "+image)
 }

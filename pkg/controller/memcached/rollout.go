@@ -182,24 +182,19 @@ func (s *scope) requeueIfPatchLetGo(result ctrl.Result) ctrl.Result {
 // rollingNote says, for the status, how the pods still to change take
 // want's template, and what the next of them waits for.
 func rollingNote(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration, waiting string) string {
-	shape := want.Spec.Template.Annotations[desired.AnnotationPodShape]
-	settings := settingsOf(want.Spec.Template.Annotations[desired.AnnotationMemcachedSettings])
 	inPlace, empty, replaced := 0, 0, 0
 	var emptiedBy []string
 	for _, p := range outdated {
-		switch {
-		case p.Shape == "" || p.Shape != shape || !fitsMemory(p, want):
+		switch c := owned.Costliest(owned.Changes(p, want.Spec.Template)); c.Cost {
+		case owned.Replacement:
 			replaced++
-		default:
-			by := desired.NotKept(settingsOf(p.Annotations[desired.AnnotationMemcachedSettings]), settings)
-			if by == "" {
-				inPlace++
-				continue
-			}
+		case owned.EmptyRestart:
 			empty++
-			if !slices.Contains(emptiedBy, by) {
-				emptiedBy = append(emptiedBy, by)
+			if !slices.Contains(emptiedBy, c.Why) {
+				emptiedBy = append(emptiedBy, c.Why)
 			}
+		default:
+			inPlace++
 		}
 	}
 	var notes []string
@@ -216,14 +211,6 @@ func rollingNote(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfigura
 		notes = append(notes, waiting)
 	}
 	return strings.Join(notes, "; ")
-}
-
-// fitsMemory tells whether p's memory volume holds the memory limit of
-// want's template, which is as large as its memory volume: a pod's
-// volumes cannot grow, so a larger memory limit needs a new pod.
-func fitsMemory(p *owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration) bool {
-	size := desired.MemoryVolumeSize(want.Spec.Template)
-	return size == nil || (p.MemoryVolume != nil && p.MemoryVolume.Cmp(*size) >= 0)
 }
 
 // ordinal is the slot of the pod name of the StatefulSet set.
@@ -273,7 +260,7 @@ func restarted(p *owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration) bool 
 	if !p.Ready || p.MemcachedID == "" || p.MemcachedID == p.RestartingFrom {
 		return false
 	}
-	images := templateImages(want)
+	images := owned.TemplateImages(want.Spec.Template)
 	for _, c := range p.Images {
 		if c.Name == desired.ContainerName && !c.Init {
 			return images[c.Key()] == c.Image
