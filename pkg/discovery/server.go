@@ -179,45 +179,50 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 			}
 			return
 		}
-		name := strings.TrimRight(string(raw), " \r\n")
-		spaced := raw[len(raw)-1] == ' '
-		switch {
-		case !c.authenticated && name == "set" && spaced:
-			if !s.login(ctx, c, raw) {
-				return
-			}
-			continue
-		case !c.authenticated:
-			refuse(conn, "CLIENT_ERROR unauthenticated\r\n")
-			return
-		case name == "get" && spaced:
-			// get AmazonElastiCache:cluster is the discovery command of
-			// servers older than 1.4.14; any other get is memcached's.
-			rest, complete, err := upTo(c.r, maxDiscoveryLine)
-			if err != nil {
-				return
-			}
-			if !complete || strings.TrimRight(string(rest), "\r\n") != oldClusterKey {
-				s.handOver(ctx, c, append(raw, rest...))
-				return
-			}
-			raw = append(raw, rest...)
-		case slices.Contains(dataCommands, name):
-			s.handOver(ctx, c, raw)
-			return
-		case spaced:
-			rest, complete, err := upTo(c.r, maxDiscoveryLine)
-			if err != nil {
-				return
-			}
-			if !complete {
-				refuse(conn, "CLIENT_ERROR line too long\r\n")
-				return
-			}
-			raw = append(raw, rest...)
-		}
-		if !s.answer(ctx, conn, strings.Fields(string(raw))) {
+		if !s.serveCommand(ctx, c, raw) {
 			return
 		}
 	}
+}
+
+// serveCommand serves one command of c, whose name (and the space after
+// it, if any) is raw: a login, a discovery command answered here, or one
+// of memcached's, for which the connection is handed to memcached. more:
+// the connection serves further commands.
+func (s *Server) serveCommand(ctx context.Context, c *session, raw []byte) (more bool) {
+	name := strings.TrimRight(string(raw), " \r\n")
+	spaced := raw[len(raw)-1] == ' '
+	switch {
+	case !c.authenticated && name == "set" && spaced:
+		return s.login(ctx, c, raw)
+	case !c.authenticated:
+		refuse(c.conn, "CLIENT_ERROR unauthenticated\r\n")
+		return false
+	case name == "get" && spaced:
+		// get AmazonElastiCache:cluster is the discovery command of
+		// servers older than 1.4.14; any other get is memcached's.
+		rest, complete, err := upTo(c.r, maxDiscoveryLine)
+		if err != nil {
+			return false
+		}
+		if !complete || strings.TrimRight(string(rest), "\r\n") != oldClusterKey {
+			s.handOver(ctx, c, append(raw, rest...))
+			return false
+		}
+		raw = append(raw, rest...)
+	case slices.Contains(dataCommands, name):
+		s.handOver(ctx, c, raw)
+		return false
+	case spaced:
+		rest, complete, err := upTo(c.r, maxDiscoveryLine)
+		if err != nil {
+			return false
+		}
+		if !complete {
+			refuse(c.conn, "CLIENT_ERROR line too long\r\n")
+			return false
+		}
+		raw = append(raw, rest...)
+	}
+	return s.answer(ctx, c.conn, strings.Fields(string(raw)))
 }

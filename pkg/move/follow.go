@@ -145,27 +145,8 @@ func (f *Follower) Run(ctx context.Context) {
 // step does what the plan in PlanFile asks of this server, once per plan
 // and step.
 func (f *Follower) step(ctx context.Context) {
-	b, err := os.ReadFile(f.PlanFile)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && len(b) == 0) {
-		return
-	}
-	if err != nil {
-		f.Log.Error("reading the plan", "error", err.Error())
-		return
-	}
-	if !f.sealed(b) {
-		// The kubelet writes the plan and the seal together: a plan the
-		// seal does not vouch for is not the operator's, or not yet told
-		// to this pod.
-		f.tellOnce(slog.LevelWarn, "the plan is not sealed")
-		return
-	}
-	p, from, to, err := ParsePlan(b)
-	if err != nil {
-		f.tellOnce(slog.LevelError, "the plan does not parse", "error", err.Error())
-		return
-	}
-	if p.Step != StepCopy && p.Step != StepSettle {
+	p, from, to, ok := f.readPlan()
+	if !ok || (p.Step != StepCopy && p.Step != StepSettle) {
 		return
 	}
 	if f.done[p.ID] == nil {
@@ -190,65 +171,79 @@ func (f *Follower) step(ctx context.Context) {
 	}
 	mover := *f.Mover
 	mover.Dial = f.dialer(from, to)
+	if p.Step == StepCopy {
+		report(f.copyKeys(ctx, &mover, from, after))
+	} else {
+		report(f.settleKeys(ctx, &mover, p, to, after))
+	}
+}
+
+// readPlan reads the plan of PlanFile, when there is one the seal vouches
+// for.
+func (f *Follower) readPlan() (Plan, discovery.Cluster, discovery.Cluster, bool) {
+	b, err := os.ReadFile(f.PlanFile)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(b) == 0) {
+		return Plan{}, discovery.Cluster{}, discovery.Cluster{}, false
+	}
+	if err != nil {
+		f.Log.Error("reading the plan", "error", err.Error())
+		return Plan{}, discovery.Cluster{}, discovery.Cluster{}, false
+	}
+	if !f.sealed(b) {
+		// The kubelet writes the plan and the seal together: a plan the
+		// seal does not vouch for is not the operator's, or not yet told
+		// to this pod.
+		f.tellOnce(slog.LevelWarn, "the plan is not sealed")
+		return Plan{}, discovery.Cluster{}, discovery.Cluster{}, false
+	}
+	p, from, to, err := ParsePlan(b)
+	if err != nil {
+		f.tellOnce(slog.LevelError, "the plan does not parse", "error", err.Error())
+		return Plan{}, discovery.Cluster{}, discovery.Cluster{}, false
+	}
+	return p, from, to, true
+}
+
+// copyKeys copies this server's keys that change slot from the membership
+// from to their owners in after, and keeps the ledger for the settle.
+func (f *Follower) copyKeys(ctx context.Context, mover *Mover, from discovery.Cluster, after *ring.Ring) podlog.Step {
 	start := time.Now()
-	switch p.Step {
-	case StepCopy:
-		self, ok := f.self(from)
-		if !ok {
-			// Not a server clients reach yet (a new slot): nothing to copy.
-			report(podlog.Step{Msg: podlog.CopiedMessage})
-			return
-		}
-		f.ledger = nil
-		res, err := mover.Copy(ctx, self, after)
-		if err != nil {
-			report(podlog.Step{Msg: podlog.FailedMessage, Server: self, Error: err.Error(), Copied: res.Copied})
-			return
-		}
-		f.ledger = res.Ledger
-		report(podlog.Step{Msg: podlog.CopiedMessage, Server: self, Listed: res.Listed, Leaving: res.Leaving,
-			Copied: res.Copied, Present: res.Present, Gone: res.Gone, Seconds: time.Since(start).Seconds()})
-	case StepSettle:
-		self, ok := f.self(to)
-		if !ok {
-			// A leaving slot: its pod is removed next.
-			report(podlog.Step{Msg: podlog.SettledMessage})
-			return
-		}
-		ledger := f.ledger
-		if !f.done[p.ID][StepCopy] {
-			// Restarted since the copy: without its ledger, a key
-			// rewritten here after its copy is deleted here only.
-			ledger = nil
-		}
-		res, err := mover.Settle(ctx, self, after, ledger)
-		if err != nil {
-			report(podlog.Step{Msg: podlog.FailedMessage, Server: self, Error: err.Error()})
-			return
-		}
-		report(podlog.Step{Msg: podlog.SettledMessage, Server: self, Removed: res.Removed, Invalidated: res.Invalidated,
-			Uncopied: res.Uncopied, Seconds: time.Since(start).Seconds()})
+	self, ok := f.self(from)
+	if !ok {
+		// Not a server clients reach yet (a new slot): nothing to copy.
+		return podlog.Step{Msg: podlog.CopiedMessage}
 	}
+	f.ledger = nil
+	res, err := mover.Copy(ctx, self, after)
+	if err != nil {
+		return podlog.Step{Msg: podlog.FailedMessage, Server: self, Error: err.Error(), Copied: res.Copied}
+	}
+	f.ledger = res.Ledger
+	return podlog.Step{Msg: podlog.CopiedMessage, Server: self, Listed: res.Listed, Leaving: res.Leaving,
+		Copied: res.Copied, Present: res.Present, Gone: res.Gone, Seconds: time.Since(start).Seconds()}
 }
 
-// sealed tells whether the pod's seal vouches for plan (always, without
-// a SealFile).
-func (f *Follower) sealed(plan []byte) bool {
-	if f.SealFile == "" {
-		return true
+// settleKeys removes from this server, a slot of the membership to, the
+// keys that after puts elsewhere.
+func (f *Follower) settleKeys(ctx context.Context, mover *Mover, p Plan, to discovery.Cluster, after *ring.Ring) podlog.Step {
+	start := time.Now()
+	self, ok := f.self(to)
+	if !ok {
+		// A leaving slot: its pod is removed next.
+		return podlog.Step{Msg: podlog.SettledMessage}
 	}
-	seal, err := discovery.ReadSeal(f.SealFile)
-	return err == nil && seal.VouchesPlan(plan)
-}
-
-// tellOnce logs why a plan is not followed, once until the reason changes.
-func (f *Follower) tellOnce(level slog.Level, msg string, args ...any) {
-	key := fmt.Sprint(append([]any{msg}, args...)...)
-	if f.done[0][key] {
-		return
+	ledger := f.ledger
+	if !f.done[p.ID][StepCopy] {
+		// Restarted since the copy: without its ledger, a key rewritten
+		// here after its copy is deleted here only.
+		ledger = nil
 	}
-	f.Log.Log(context.Background(), level, msg, args...)
-	f.done[0] = map[string]bool{key: true}
+	res, err := mover.Settle(ctx, self, after, ledger)
+	if err != nil {
+		return podlog.Step{Msg: podlog.FailedMessage, Server: self, Error: err.Error()}
+	}
+	return podlog.Step{Msg: podlog.SettledMessage, Server: self, Removed: res.Removed, Invalidated: res.Invalidated,
+		Uncopied: res.Uncopied, Seconds: time.Since(start).Seconds()}
 }
 
 // self is this pod's server in c, as the ring names it.

@@ -22,56 +22,8 @@ func (m *Mover) Settle(ctx context.Context, server string, after *ring.Ring, led
 		if err := m.wait(ctx, len(batch)); err != nil {
 			return res, err
 		}
-		src, err := conns.get(ctx, m, server)
-		if err != nil {
+		if err := m.settleBatch(ctx, conns, server, batch, ledger, &res); err != nil {
 			return res, err
-		}
-		// Keys copied and unchanged since are deleted only as they were
-		// (their CAS): one written between the listing and now is found
-		// changed, as one changed before the listing is.
-		dels := make([]casKey, len(batch))
-		for i, k := range batch {
-			dels[i] = casKey{key: k.key}
-			if c, copied := ledger[k.key]; copied && c.FromCAS == k.cas {
-				dels[i].cas = k.cas
-			}
-		}
-		deleted, err := src.delete(m.deadline(), dels)
-		if err != nil {
-			return res, fmt.Errorf("deleting from %s: %w", server, err)
-		}
-		var again []casKey
-		invalid := map[string][]casKey{}
-		for i, k := range batch {
-			c, copied := ledger[k.key]
-			switch {
-			case !copied:
-				res.Uncopied++
-			case dels[i].cas != 0 && deleted[i]:
-				res.Removed++
-			default:
-				// Written on this server after its copy: the copy is
-				// older than that write.
-				if dels[i].cas != 0 {
-					again = append(again, casKey{key: k.key})
-				}
-				invalid[c.To] = append(invalid[c.To], casKey{key: k.key, cas: c.ToCAS})
-				res.Invalidated++
-			}
-		}
-		if len(again) > 0 {
-			if _, err := src.delete(m.deadline(), again); err != nil {
-				return res, fmt.Errorf("deleting from %s: %w", server, err)
-			}
-		}
-		for owner, copies := range invalid {
-			dst, err := conns.get(ctx, m, owner)
-			if err != nil {
-				return res, err
-			}
-			if _, err := dst.delete(m.deadline(), copies); err != nil {
-				return res, fmt.Errorf("deleting from %s: %w", owner, err)
-			}
 		}
 	}
 	return res, nil
@@ -91,4 +43,61 @@ func (m *Mover) misplaced(ctx context.Context, server string, after *ring.Ring) 
 		}
 	}
 	return out, len(keys), nil
+}
+
+// settleBatch deletes batch, keys server lists that belong elsewhere, from
+// server, counting in res what became of each.
+func (m *Mover) settleBatch(ctx context.Context, conns conns, server string, batch []listed, ledger Ledger, res *SettleResult) error {
+	src, err := conns.get(ctx, m, server)
+	if err != nil {
+		return err
+	}
+	// Keys copied and unchanged since are deleted only as they were
+	// (their CAS): one written between the listing and now is found
+	// changed, as one changed before the listing is.
+	dels := make([]casKey, len(batch))
+	for i, k := range batch {
+		dels[i] = casKey{key: k.key}
+		if c, copied := ledger[k.key]; copied && c.FromCAS == k.cas {
+			dels[i].cas = k.cas
+		}
+	}
+	deleted, err := src.delete(m.deadline(), dels)
+	if err != nil {
+		return fmt.Errorf("deleting from %s: %w", server, err)
+	}
+	var again []casKey
+	invalid := map[string][]casKey{}
+	for i, k := range batch {
+		c, copied := ledger[k.key]
+		switch {
+		case !copied:
+			res.Uncopied++
+		case dels[i].cas != 0 && deleted[i]:
+			res.Removed++
+		default:
+			// Written on this server after its copy: the copy is older
+			// than that write.
+			if dels[i].cas != 0 {
+				again = append(again, casKey{key: k.key})
+			}
+			invalid[c.To] = append(invalid[c.To], casKey{key: k.key, cas: c.ToCAS})
+			res.Invalidated++
+		}
+	}
+	if len(again) > 0 {
+		if _, err := src.delete(m.deadline(), again); err != nil {
+			return fmt.Errorf("deleting from %s: %w", server, err)
+		}
+	}
+	for owner, copies := range invalid {
+		dst, err := conns.get(ctx, m, owner)
+		if err != nil {
+			return err
+		}
+		if _, err := dst.delete(m.deadline(), copies); err != nil {
+			return fmt.Errorf("deleting from %s: %w", owner, err)
+		}
+	}
+	return nil
 }

@@ -162,67 +162,82 @@ func (r *Reloader) Check(ctx context.Context) error {
 		return err
 	}
 	if r.c.AuthFile != "" && now.authDigest() != r.loaded.authDigest() {
-		if err := r.authFit(now.auth); err != nil {
-			if r.refusedAuth != now.authDigest() {
-				r.refusedAuth = now.authDigest()
-				r.c.Log.Warn("the mounted authentication file is not fit to load; memcached keeps the one it has", "error", err.Error())
-			}
-			return nil
-		}
-		next := r.published
-		next.auth = now.auth
-		if err := r.publishIfServed(next); err != nil {
+		if err := r.loadAuth(ctx, now); err != nil {
 			return err
 		}
-		start := time.Now()
-		if err := r.reloadAuth(ctx, now.auth); err != nil {
-			return &Failure{What: "authentication file", Err: err}
-		}
-		r.loaded.auth = now.auth
-		r.c.Log.Info("memcached loaded the new authentication file", "took", time.Since(start).String())
 	}
 	if r.refused != "" && !r.refusedUntil.IsZero() && !time.Now().Before(r.refusedUntil) {
 		r.refused, r.refusedUntil = "", time.Time{}
 	}
 	if r.c.TLSDir != "" && now.tlsDigest() != r.loaded.tlsDigest() && now.tlsDigest() != r.refused {
-		// memcached 1.6.18 given a key that is not its certificate's on
-		// refresh_certs fails every handshake after: unfit files are never
-		// sent. The operator reports the Secret as invalid.
-		at := time.Now()
-		if c, err := material.Fit(now.cert, now.key, now.ca, r.c.ServerName, at); err != nil {
-			r.refused, r.refusedUntil = now.tlsDigest(), time.Time{}
-			if c != nil && at.Before(c.NotBefore) {
-				// Fit once valid, unless something else is wrong then.
-				r.refusedUntil = c.NotBefore
-			}
-			r.c.Log.Warn("the mounted certificate is not fit to serve; memcached keeps the one it has", "error", err.Error())
-			return nil
-		}
-		if gone := removedCAs(r.loaded.ca, now.ca); r.c.ClientCertificate && len(gone) > 0 {
-			// memcached 1.6's refresh_certs adds ca.crt's certificates to
-			// those it trusts and never removes one: a client of a CA
-			// taken out would still get in. Only a new process forgets it.
-			// Nothing is published: a restarted reloader, which takes the
-			// served files as loaded, must see the removal again, and fail
-			// again, until memcached restarts (a new pod starts from the
-			// mounted files).
-			return &Failure{What: "certificate", Err: fmt.Errorf("%s no longer holds %s, and refresh_certs cannot make memcached stop trusting a CA: the pods must restart",
-				material.CAKey, strings.Join(gone, ", "))}
-		}
-		next := r.published
-		next.cert, next.key, next.ca = now.cert, now.key, now.ca
-		if err := r.publishIfServed(next); err != nil {
-			return err
-		}
-		start := time.Now()
-		leaf, err := r.reloadTLS(ctx, now)
-		if err != nil {
-			return &Failure{What: "certificate", Err: err}
-		}
-		r.loaded.cert, r.loaded.key, r.loaded.ca = now.cert, now.key, now.ca
-		r.c.Log.Info("memcached serves the new certificate", "serial", leaf.SerialNumber.String(),
-			"notAfter", leaf.NotAfter.UTC().Format(time.RFC3339), "took", time.Since(start).String())
+		return r.loadTLS(ctx, now)
 	}
+	return nil
+}
+
+// loadAuth has memcached load the authentication file of now, when it is
+// fit to.
+func (r *Reloader) loadAuth(ctx context.Context, now files) error {
+	if err := r.authFit(now.auth); err != nil {
+		if r.refusedAuth != now.authDigest() {
+			r.refusedAuth = now.authDigest()
+			r.c.Log.Warn("the mounted authentication file is not fit to load; memcached keeps the one it has", "error", err.Error())
+		}
+		return nil
+	}
+	next := r.published
+	next.auth = now.auth
+	if err := r.publishIfServed(next); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := r.reloadAuth(ctx, now.auth); err != nil {
+		return &Failure{What: "authentication file", Err: err}
+	}
+	r.loaded.auth = now.auth
+	r.c.Log.Info("memcached loaded the new authentication file", "took", time.Since(start).String())
+	return nil
+}
+
+// loadTLS has memcached serve the certificate of now, when it is fit to.
+// memcached 1.6.18 given a key that is not its certificate's on
+// refresh_certs fails every handshake after: unfit files are never sent.
+// The operator reports the Secret as invalid.
+func (r *Reloader) loadTLS(ctx context.Context, now files) error {
+	at := time.Now()
+	if c, err := material.Fit(now.cert, now.key, now.ca, r.c.ServerName, at); err != nil {
+		r.refused, r.refusedUntil = now.tlsDigest(), time.Time{}
+		if c != nil && at.Before(c.NotBefore) {
+			// Fit once valid, unless something else is wrong then.
+			r.refusedUntil = c.NotBefore
+		}
+		r.c.Log.Warn("the mounted certificate is not fit to serve; memcached keeps the one it has", "error", err.Error())
+		return nil
+	}
+	if gone := removedCAs(r.loaded.ca, now.ca); r.c.ClientCertificate && len(gone) > 0 {
+		// memcached 1.6's refresh_certs adds ca.crt's certificates to
+		// those it trusts and never removes one: a client of a CA taken
+		// out would still get in. Only a new process forgets it. Nothing
+		// is published: a restarted reloader, which takes the served
+		// files as loaded, must see the removal again, and fail again,
+		// until memcached restarts (a new pod starts from the mounted
+		// files).
+		return &Failure{What: "certificate", Err: fmt.Errorf("%s no longer holds %s, and refresh_certs cannot make memcached stop trusting a CA: the pods must restart",
+			material.CAKey, strings.Join(gone, ", "))}
+	}
+	next := r.published
+	next.cert, next.key, next.ca = now.cert, now.key, now.ca
+	if err := r.publishIfServed(next); err != nil {
+		return err
+	}
+	start := time.Now()
+	leaf, err := r.reloadTLS(ctx, now)
+	if err != nil {
+		return &Failure{What: "certificate", Err: err}
+	}
+	r.loaded.cert, r.loaded.key, r.loaded.ca = now.cert, now.key, now.ca
+	r.c.Log.Info("memcached serves the new certificate", "serial", leaf.SerialNumber.String(),
+		"notAfter", leaf.NotAfter.UTC().Format(time.RFC3339), "took", time.Since(start).String())
 	return nil
 }
 

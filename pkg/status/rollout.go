@@ -24,26 +24,10 @@ type rollout struct {
 // blocks it: the StatefulSet not being m's, then a Secret, then a failed
 // phase, then the other objects not being m's.
 func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
-	blockedBy := func(kind owned.Kind) rollout {
-		name := m.Name
-		if kind == owned.KindConfigMap {
-			name = desired.MembershipName(m.Name)
-		}
-		return rollout{rolloutBlocked, NotOwnedReason(kind), notOwnedMessage(kind, name)}
+	if r, ok := blockedRollout(m, obs); ok {
+		return r
 	}
 	switch {
-	case obs.notOwned(owned.KindStatefulSet):
-		return blockedBy(owned.KindStatefulSet)
-	case obs.TakeOverDisabled != "":
-		return rollout{rolloutBlocked, cachev1alpha1.ReasonTakeOverDisabled, obs.TakeOverDisabled}
-	case obs.Secret != nil:
-		return rollout{rolloutBlocked, obs.Secret.Reason, obs.Secret.Message}
-	case len(obs.Failed) > 0:
-		return rollout{rolloutBlocked, cachev1alpha1.ReasonApplyFailed, failedMessage(obs.Failed)}
-	case len(obs.NotOwned) > 0:
-		// In the order the phases run: Service, budget, NetworkPolicy,
-		// ServiceMonitor.
-		return blockedBy(obs.NotOwned[0])
 	case obs.Replacing != "":
 		return rollout{phase: rolloutReplacing, message: obs.Replacing}
 	case obs.StatefulSet == nil:
@@ -53,9 +37,7 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
 		// serves until they have.
 		return rollout{rolloutInProgress, cachev1alpha1.ReasonMovingKeys, obs.Moving}
 	}
-	d := obs.StatefulSet
-	want := desired.Replicas(m)
-	r := statefulSetRollout(d, want)
+	r := statefulSetRollout(obs.StatefulSet, desired.Replicas(m))
 	if r.phase == rolloutComplete {
 		// A pod restarted in place is updated and ready from the moment
 		// its images change until the kubelet stops memcached: the
@@ -75,8 +57,42 @@ func rolloutOf(m *cachev1alpha1.Memcached, obs Observation) rollout {
 		}
 		return rollout{rolloutInProgress, p.reason, p.message}
 	}
+	return explainRollout(r, obs)
+}
+
+// blockedRollout is the rollout that only a change of the spec or of
+// another's object can unblock, if any: a name taken, a takeover refused,
+// a Secret unusable, an object the apiserver refuses.
+func blockedRollout(m *cachev1alpha1.Memcached, obs Observation) (rollout, bool) {
+	blockedBy := func(kind owned.Kind) rollout {
+		name := m.Name
+		if kind == owned.KindConfigMap {
+			name = desired.MembershipName(m.Name)
+		}
+		return rollout{rolloutBlocked, NotOwnedReason(kind), notOwnedMessage(kind, name)}
+	}
+	switch {
+	case obs.notOwned(owned.KindStatefulSet):
+		return blockedBy(owned.KindStatefulSet), true
+	case obs.TakeOverDisabled != "":
+		return rollout{rolloutBlocked, cachev1alpha1.ReasonTakeOverDisabled, obs.TakeOverDisabled}, true
+	case obs.Secret != nil:
+		return rollout{rolloutBlocked, obs.Secret.Reason, obs.Secret.Message}, true
+	case len(obs.Failed) > 0:
+		return rollout{rolloutBlocked, cachev1alpha1.ReasonApplyFailed, failedMessage(obs.Failed)}, true
+	case len(obs.NotOwned) > 0:
+		// In the order the phases run: Service, budget, NetworkPolicy,
+		// ServiceMonitor.
+		return blockedBy(obs.NotOwned[0]), true
+	}
+	return rollout{}, false
+}
+
+// explainRollout adds to r, a rollout under way, why the pods restart
+// (a failed reload) and how the rollout changes the pods that are left.
+func explainRollout(r rollout, obs Observation) rollout {
 	for _, p := range obs.Pods {
-		if p.ReloadFailed != "" && d.RestartedFor != "" {
+		if p.ReloadFailed != "" && obs.StatefulSet.RestartedFor != "" {
 			r.reason = cachev1alpha1.ReasonReloadFailed
 			r.message = fmt.Sprintf("Pod %s could not load the new Secret content in place (%s); the pods restart one at a time to mount it: %s",
 				p.Name, p.ReloadFailed, r.message)

@@ -108,21 +108,7 @@ func Run(ctx context.Context, c Config, stop <-chan os.Signal) (int, error) {
 	if len(c.Command) == 0 {
 		return 0, errors.New("no memcached command line")
 	}
-	if c.Log == nil {
-		c.Log = slog.New(slog.DiscardHandler)
-	}
-	if c.Stdout == nil {
-		c.Stdout = os.Stdout
-	}
-	if c.Stderr == nil {
-		c.Stderr = os.Stderr
-	}
-	if c.Address == "" {
-		c.Address = net.JoinHostPort("localhost", portOf(c.Command))
-	}
-	if c.SettingsPoll == 0 {
-		c.SettingsPoll = time.Second
-	}
+	c = c.withDefaults()
 	meta := c.MemoryFile + MetaSuffix
 	for attempt := 0; ; attempt++ {
 		settings, refused, err := readSettings(c.SettingsFile)
@@ -158,10 +144,8 @@ func Run(ctx context.Context, c Config, stop <-chan os.Signal) (int, error) {
 			// the same files.
 			c.Log.Error("memcached failed while restoring its memory file; starting it empty",
 				"exitCode", code, "outcome", string(outcome))
-			for _, f := range []string{meta, c.MemoryFile} {
-				if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return code, fmt.Errorf("removing %s: %w", f, err)
-				}
+			if err := removeSavedState(c); err != nil {
+				return code, err
 			}
 			continue
 		}
@@ -172,6 +156,36 @@ func Run(ctx context.Context, c Config, stop <-chan os.Signal) (int, error) {
 		}
 		return code, nil
 	}
+}
+
+// withDefaults is c with what it leaves unset set.
+func (c Config) withDefaults() Config {
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.Stdout == nil {
+		c.Stdout = os.Stdout
+	}
+	if c.Stderr == nil {
+		c.Stderr = os.Stderr
+	}
+	if c.Address == "" {
+		c.Address = net.JoinHostPort("localhost", portOf(c.Command))
+	}
+	if c.SettingsPoll == 0 {
+		c.SettingsPoll = time.Second
+	}
+	return c
+}
+
+// removeSavedState removes memcached's memory file and its metadata.
+func removeSavedState(c Config) error {
+	for _, f := range []string{c.MemoryFile + MetaSuffix, c.MemoryFile} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing %s: %w", f, err)
+		}
+	}
+	return nil
 }
 
 // savedState is what waitForRestorable found.

@@ -217,33 +217,8 @@ func (s *scope) moveStep(ctx context.Context, st membershipState, target discove
 	now := s.now()
 	m := s.m
 	if st.plan == nil {
-		switch {
-		case st.published.Version > 0 && sameHosts(target, st.published):
-			return target, "", ctrl.Result{}, nil
-		case len(target.Nodes) < int(desired.Replicas(m)) && len(st.published.Nodes) == 0:
-			// A new Memcached: its membership is published whole, once
-			// every slot has a ready pod, so that no key moves.
-			return discovery.Cluster{Version: max(st.published.Version, 1)}, "", ctrl.Result{}, nil
-		case len(target.Nodes) < int(desired.Replicas(m)):
-			// A slot of the spec has no ready pod yet: its readiness is an
-			// event.
-			return held(st.published, ips), "", ctrl.Result{}, nil
-		case len(st.published.Nodes) == 0 || len(target.Nodes) == 0:
-			// No server holds keys clients could find, or none is left to
-			// hold them.
-			return target, "", ctrl.Result{}, nil
-		}
-		p := move.Plan{
-			ID: target.Version, Ring: ring.Hash(m.Spec.KeyMoves.Ring), Step: move.StepCopy,
-			From: string(st.published.Body()), To: string(target.Body()),
-			Started: now, Stepped: now,
-		}
-		ctrl.LoggerFrom(ctx).Info("Moving keys", "from", len(st.published.Nodes), "to", len(target.Nodes), "move", p.ID)
-		s.Recorder.Eventf(m, nil, corev1.EventTypeNormal, eventMovingKeys, "Move",
-			"Moving keys from %d to %d slots: each pod copies the keys the new membership gives another slot before it is published", len(st.published.Nodes), len(target.Nodes))
-		return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, nil
+		return s.startMove(ctx, st, target, ips)
 	}
-
 	p := *st.plan
 	switch p.Step {
 	case move.StepCopy:
@@ -270,11 +245,49 @@ func (s *scope) moveStep(ctx context.Context, st membershipState, target discove
 		if err != nil || !done {
 			return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, err
 		}
-		copied, _ := s.readStepReports(ctx, p, move.StepCopy, st.from, podlog.CopiedMessage)
-		ctrl.LoggerFrom(ctx).Info("Moved keys", "from", len(st.from.Nodes), "to", len(st.to.Nodes), "move", p.ID, "copied", copied.copied, "removed", said.removed)
-		s.Recorder.Eventf(m, nil, corev1.EventTypeNormal, eventKeysMoved, "Move",
-			"Moved keys from %d to %d slots in %s: %d copied to their new slots (the longest copy of a pod took %.1fs), %d removed from their old ones",
-			len(st.from.Nodes), len(st.to.Nodes), now.Sub(p.Started).Round(time.Second), copied.copied, copied.seconds, said.removed)
+		s.recordMoved(ctx, st, p, said)
 		return held(st.published, ips), "", ctrl.Result{}, nil
 	}
+}
+
+// startMove is the membership to publish, and the plan of a move of keys
+// to start, when the membership published (st) differs from target: the
+// plan is empty where no key needs to move.
+func (s *scope) startMove(ctx context.Context, st membershipState, target discovery.Cluster, ips map[string]string) (discovery.Cluster, string, ctrl.Result, error) {
+	m, now := s.m, s.now()
+	switch {
+	case st.published.Version > 0 && sameHosts(target, st.published):
+		return target, "", ctrl.Result{}, nil
+	case len(target.Nodes) < int(desired.Replicas(m)) && len(st.published.Nodes) == 0:
+		// A new Memcached: its membership is published whole, once every
+		// slot has a ready pod, so that no key moves.
+		return discovery.Cluster{Version: max(st.published.Version, 1)}, "", ctrl.Result{}, nil
+	case len(target.Nodes) < int(desired.Replicas(m)):
+		// A slot of the spec has no ready pod yet: its readiness is an
+		// event.
+		return held(st.published, ips), "", ctrl.Result{}, nil
+	case len(st.published.Nodes) == 0 || len(target.Nodes) == 0:
+		// No server holds keys clients could find, or none is left to
+		// hold them.
+		return target, "", ctrl.Result{}, nil
+	}
+	p := move.Plan{
+		ID: target.Version, Ring: ring.Hash(m.Spec.KeyMoves.Ring), Step: move.StepCopy,
+		From: string(st.published.Body()), To: string(target.Body()),
+		Started: now, Stepped: now,
+	}
+	ctrl.LoggerFrom(ctx).Info("Moving keys", "from", len(st.published.Nodes), "to", len(target.Nodes), "move", p.ID)
+	s.Recorder.Eventf(m, nil, corev1.EventTypeNormal, eventMovingKeys, "Move",
+		"Moving keys from %d to %d slots: each pod copies the keys the new membership gives another slot before it is published", len(st.published.Nodes), len(target.Nodes))
+	return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, nil
+}
+
+// recordMoved tells of the move p that ended, whose settle the pods
+// reported (said), in the log and in a KeysMoved event.
+func (s *scope) recordMoved(ctx context.Context, st membershipState, p move.Plan, said stepReports) {
+	copied, _ := s.readStepReports(ctx, p, move.StepCopy, st.from, podlog.CopiedMessage)
+	ctrl.LoggerFrom(ctx).Info("Moved keys", "from", len(st.from.Nodes), "to", len(st.to.Nodes), "move", p.ID, "copied", copied.copied, "removed", said.removed)
+	s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventKeysMoved, "Move",
+		"Moved keys from %d to %d slots in %s: %d copied to their new slots (the longest copy of a pod took %.1fs), %d removed from their old ones",
+		len(st.from.Nodes), len(st.to.Nodes), s.now().Sub(p.Started).Round(time.Second), copied.copied, copied.seconds, said.removed)
 }

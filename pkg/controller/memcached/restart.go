@@ -1,6 +1,7 @@
 package memcached
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -102,4 +103,83 @@ func settingsText(annotation string) string {
 		return "(memcached's defaults)"
 	}
 	return strings.Join(flags, " ")
+}
+
+// rolloutPods are the pods of a Memcached's slots, sorted by what its
+// rollout does with them.
+type rolloutPods struct {
+	slots []*owned.Pod
+	// outdated run an older revision; notReadyOutdated too, and serve
+	// nothing.
+	outdated, notReadyOutdated []*owned.Pod
+	// waiting says what the next pod to change waits for ("": nothing);
+	// result when to look again meanwhile.
+	waiting string
+	result  ctrl.Result
+}
+
+// confirmAndSortPods sorts the pods of the slots by what the rollout to
+// revision, want's template, does with them; on the way it confirms the
+// restarts in place that ended, and replaces the pods the node cannot
+// resize.
+func (s *scope) confirmAndSortPods(ctx context.Context, revision string, want *appsv1ac.StatefulSetApplyConfiguration) (rolloutPods, error) {
+	var out rolloutPods
+	for _, p := range s.obs.Pods {
+		k, ok := ordinal(p.Name, s.m.Name)
+		if !ok || k >= desired.Replicas(s.m) {
+			continue // a removed slot's: its controller removes it
+		}
+		out.slots = append(out.slots, p)
+		switch {
+		case p.Deleting:
+			out.waiting = fmt.Sprintf("pod %s is being replaced", p.Name)
+		case p.Revision != revision && !p.Ready:
+			// A restart of it that does not get on (an image that cannot
+			// start) is mended by the next change.
+			out.notReadyOutdated = append(out.notReadyOutdated, p)
+		case p.Revision != revision:
+			out.outdated = append(out.outdated, p)
+			if p.RestartingFrom != "" {
+				out.waiting = fmt.Sprintf("memcached is restarting in place in pod %s", p.Name)
+			}
+		default:
+			waiting, result, err := s.confirmPod(ctx, p, want)
+			if err != nil {
+				return out, err
+			}
+			out.waiting = cmp.Or(waiting, out.waiting)
+			out.result = sooner(out.result, result)
+		}
+	}
+	return out, nil
+}
+
+// confirmPod looks at p, a pod of the template's revision: it replaces it
+// if the node cannot resize it, and confirms its restart in place once
+// memcached says it restarted. waiting says what p waits for, if anything.
+func (s *scope) confirmPod(ctx context.Context, p *owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration) (string, ctrl.Result, error) {
+	switch {
+	case p.ResizeFailed:
+		// The kubelet cannot make the resize: a new pod takes it.
+		if err := s.replacePod(ctx, p, "the node cannot resize it in place: "+p.Resizing); err != nil {
+			return "", ctrl.Result{}, err
+		}
+		return fmt.Sprintf("pod %s is being replaced", p.Name), ctrl.Result{}, nil
+	case resizing(p):
+		return fmt.Sprintf("pod %s resizes in place", p.Name), ctrl.Result{}, nil
+	case strings.HasPrefix(p.RestartingFrom, desired.RestartingForSettings):
+		done, err := s.confirmSettingsRestart(ctx, p, want)
+		if err != nil || done {
+			return "", ctrl.Result{}, err
+		}
+		return fmt.Sprintf("memcached is restarting in place in pod %s for new settings", p.Name), ctrl.Result{RequeueAfter: settingsPoll}, nil
+	case p.RestartingFrom != "":
+		if !restarted(p, want) {
+			return fmt.Sprintf("memcached is restarting in place in pod %s", p.Name), ctrl.Result{}, nil
+		}
+		return "", ctrl.Result{}, s.confirmRestart(ctx, p, want)
+	case !p.Ready:
+		return fmt.Sprintf("pod %s is not ready", p.Name), ctrl.Result{}, nil
+	}
+	return "", ctrl.Result{}, nil
 }

@@ -93,56 +93,11 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 		return ctrl.Result{}, nil
 	}
 	replicas := desired.Replicas(s.m)
-	var slots, outdated, notReadyOutdated []*owned.Pod
-	waiting := ""
-	var result ctrl.Result
-	for _, p := range s.obs.Pods {
-		k, ok := ordinal(p.Name, s.m.Name)
-		if !ok || k >= replicas {
-			continue // a removed slot's: its controller removes it
-		}
-		slots = append(slots, p)
-		switch {
-		case p.Deleting:
-			waiting = fmt.Sprintf("pod %s is being replaced", p.Name)
-		case p.Revision != st.UpdateRevision && !p.Ready:
-			// A restart of it that does not get on (an image that cannot
-			// start) is mended by the next change.
-			notReadyOutdated = append(notReadyOutdated, p)
-		case p.Revision != st.UpdateRevision:
-			outdated = append(outdated, p)
-			if p.RestartingFrom != "" {
-				waiting = fmt.Sprintf("memcached is restarting in place in pod %s", p.Name)
-			}
-		case p.ResizeFailed:
-			// The kubelet cannot make the resize: a new pod takes it.
-			if err := s.replacePod(ctx, p, "the node cannot resize it in place: "+p.Resizing); err != nil {
-				return ctrl.Result{}, err
-			}
-			waiting = fmt.Sprintf("pod %s is being replaced", p.Name)
-		case resizing(p):
-			waiting = fmt.Sprintf("pod %s resizes in place", p.Name)
-		case strings.HasPrefix(p.RestartingFrom, desired.RestartingForSettings):
-			done, err := s.confirmSettingsRestart(ctx, p, want)
-			if err != nil {
-				return ctrl.Result{}, err
-			}
-			if !done {
-				waiting = fmt.Sprintf("memcached is restarting in place in pod %s for new settings", p.Name)
-				result = ctrl.Result{RequeueAfter: settingsPoll}
-			}
-		case p.RestartingFrom != "":
-			if !restarted(p, want) {
-				waiting = fmt.Sprintf("memcached is restarting in place in pod %s", p.Name)
-				continue
-			}
-			if err := s.confirmRestart(ctx, p, want); err != nil {
-				return ctrl.Result{}, err
-			}
-		case !p.Ready:
-			waiting = fmt.Sprintf("pod %s is not ready", p.Name)
-		}
+	pods, err := s.confirmAndSortPods(ctx, st.UpdateRevision, want)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
+	slots, outdated, notReadyOutdated, waiting, result := pods.slots, pods.outdated, pods.notReadyOutdated, pods.waiting, pods.result
 	s.obs.Rolling = rollingNote(append(slices.Clone(outdated), notReadyOutdated...), want, waiting)
 	// Pods that serve nothing first, all at once.
 	for _, p := range notReadyOutdated {
@@ -163,7 +118,7 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 		j, _ := ordinal(b.Name, s.m.Name)
 		return int(i - j)
 	})
-	err := s.bringToTemplate(ctx, last, st.UpdateRevision, want)
+	err = s.bringToTemplate(ctx, last, st.UpdateRevision, want)
 	return s.requeueIfPatchLetGo(ctrl.Result{}), err
 }
 

@@ -74,25 +74,15 @@ func reconcileStatefulSet(ctx context.Context, s *scope) (ctrl.Result, error) {
 	case set.notOwned:
 	case mounted.problem != nil:
 		set.obj = current
+	case old != nil && old.LastApplied() == nil && current == nil:
+		// Another operator's Memcached: its status managers and finalizer
+		// are taken over with its first StatefulSet.
+		if err = s.adoptFieldManagers(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
+		set, err = s.applyStatefulSet(ctx, current, mounted.digests)
 	default:
-		if old != nil && old.LastApplied() == nil && current == nil {
-			// Another operator's Memcached: its status managers and
-			// finalizer are taken over with its first StatefulSet.
-			if err := s.adoptFieldManagers(ctx); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-		if desired.RunsReloader(s.m, s.Images) {
-			s.tell.secrets = mounted.digests.Combined()
-		}
-		digests := s.restartPodsOnFailedReload(current, mounted.digests)
-		s.obs.RestartingForReload = digests.RestartedFor != "" && digests.RestartedFor == digests.Combined()
-		s.desiredSet = desired.StatefulSet(s.m, s.Images, digests)
-		if n := s.slots(ctx); n != desired.Replicas(s.m) {
-			// Slots keys move from serve until they have moved.
-			s.desiredSet.Spec.WithReplicas(n)
-		}
-		set, err = s.apply(ctx, statefulSets, current, s.desiredSet)
+		set, err = s.applyStatefulSet(ctx, current, mounted.digests)
 	}
 	s.obs.StatefulSet = set.obj
 	s.obs.StatefulSetChanged = set.changed
@@ -108,6 +98,23 @@ func reconcileStatefulSet(ctx context.Context, s *scope) (ctrl.Result, error) {
 		s.obs.CreateFailed, err = s.createFailed(ctx, set.obj)
 	}
 	return s.statefulSetRecheck(), err
+}
+
+// applyStatefulSet applies the StatefulSet m asks for over current, its
+// pods restarted for the Secret content digests where a reload failed, and
+// sized to the slots keys move from while they move.
+func (s *scope) applyStatefulSet(ctx context.Context, current *owned.Summary, digests desired.SecretDigests) (outcome, error) {
+	if desired.RunsReloader(s.m, s.Images) {
+		s.tell.secrets = digests.Combined()
+	}
+	digests = s.restartPodsOnFailedReload(current, digests)
+	s.obs.RestartingForReload = digests.RestartedFor != "" && digests.RestartedFor == digests.Combined()
+	s.desiredSet = desired.StatefulSet(s.m, s.Images, digests)
+	if n := s.slots(ctx); n != desired.Replicas(s.m) {
+		// Slots keys move from serve until they have moved.
+		s.desiredSet.Spec.WithReplicas(n)
+	}
+	return s.apply(ctx, statefulSets, current, s.desiredSet)
 }
 
 // statefulSetRecheck is when to look at the StatefulSet again though no
