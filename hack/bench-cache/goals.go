@@ -28,6 +28,14 @@ const (
 // of memcached on the host's first and last runs, so that a drift of the
 // machine over the run counts for neither side.
 func goalsOf(rows []measured, ops []operation) []goal {
+	throughput, latency := speedGoals(rows)
+	inPlace, moved := keyGoals(ops)
+	return []goal{throughput, latency, errorGoal(rows, ops), inPlace, moved}
+}
+
+// speedGoals compare the throughput and p99 of a Memcached of size 1 with
+// memcached run on the host.
+func speedGoals(rows []measured) (throughput, latency goal) {
 	var hosts []measured
 	var defaults *measured
 	for i, r := range rows {
@@ -38,8 +46,8 @@ func goalsOf(rows []measured, ops []operation) []goal {
 			defaults = &rows[i]
 		}
 	}
-	throughput := goal{name: fmt.Sprintf("(b) at least %.1f of (a) in ops/s", minThroughputRatio), speed: true}
-	latency := goal{name: fmt.Sprintf("(b)'s p99 no worse than %.1fx (a)'s", maxP99Ratio), speed: true}
+	throughput = goal{name: fmt.Sprintf("(b) at least %.1f of (a) in ops/s", minThroughputRatio), speed: true}
+	latency = goal{name: fmt.Sprintf("(b)'s p99 no worse than %.1fx (a)'s", maxP99Ratio), speed: true}
 	if defaults != nil && len(hosts) > 0 {
 		var ops, p99 float64
 		for _, h := range hosts {
@@ -52,7 +60,12 @@ func goalsOf(rows []measured, ops []operation) []goal {
 		latency.met = float64(defaults.percentile(99)) <= maxP99Ratio*p99
 		latency.measure = fmt.Sprintf("%s against %s: %.2fx", micro(defaults.percentile(99)), micro(time.Duration(p99)), float64(defaults.percentile(99))/p99)
 	}
+	return throughput, latency
+}
 
+// errorGoal: no client sees an error but where a slot's pod goes or
+// restarts.
+func errorGoal(rows []measured, ops []operation) goal {
 	// A slot whose pod is replaced or removed stays in the membership
 	// until its new pod has an address, or until the membership without
 	// it reaches the client (docs/discovery.md): its keys' gets fail
@@ -76,9 +89,14 @@ func goalsOf(rows []measured, ops []operation) []goal {
 	} else {
 		errs.measure = "0"
 	}
+	return errs
+}
 
-	inPlace := goal{name: "an operation keeps every key whose slot stays, with the same pod", checked: len(ops) > 0, met: true}
-	moved := goal{name: fmt.Sprintf("a scale keeps at least %.0f%% of the keys, with no stale value (spec.keyMoves)", 100*minMovedKept), met: true}
+// keyGoals: every operation keeps the keys of the slots that stay, and a
+// scale keeps nearly all.
+func keyGoals(ops []operation) (inPlace, moved goal) {
+	inPlace = goal{name: "an operation keeps every key whose slot stays, with the same pod", checked: len(ops) > 0, met: true}
+	moved = goal{name: fmt.Sprintf("a scale keeps at least %.0f%% of the keys, with no stale value (spec.keyMoves)", 100*minMovedKept), met: true}
 	var lost, kept, scales []string
 	for _, o := range ops {
 		if o.empties {
@@ -112,7 +130,7 @@ func goalsOf(rows []measured, ops []operation) []goal {
 	if moved.checked {
 		moved.measure = strings.Join(scales, "; ")
 	}
-	return []goal{throughput, latency, errs, inPlace, moved}
+	return inPlace, moved
 }
 
 // minMovedKept is the share of keys a scale keeps when the keys move.

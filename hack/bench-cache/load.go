@@ -150,53 +150,13 @@ func store(ctx context.Context, c *memcache.Client, w workload, round int) error
 
 // drive runs w's mix against c: a warm-up, then the measured window.
 func drive(ctx context.Context, c *memcache.Client, w workload) result {
-	value := make([]byte, w.valueSize)
 	var measuring atomic.Bool
 	stop := make(chan struct{})
-	type part struct {
-		ops, errors int64
-		hist        *hdrhistogram.Histogram
-		firstError  string
-	}
-	parts := make([]part, w.concurrency)
+	parts := make([]loadPart, w.concurrency)
 	var wg sync.WaitGroup
 	for g := range w.concurrency {
 		parts[g].hist = hdrhistogram.New(1, int64(10*time.Second/time.Microsecond), 3)
-		wg.Go(func() {
-			p := &parts[g]
-			rng := rand.New(rand.NewPCG(uint64(g), 1))
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				k := keyOf(rng.IntN(w.keys))
-				start := time.Now()
-				var err error
-				if rng.Float64() < w.getRatio {
-					_, err = c.Get(k)
-					if errors.Is(err, memcache.ErrCacheMiss) {
-						err = nil
-					}
-				} else {
-					err = c.Set(&memcache.Item{Key: k, Value: value})
-				}
-				took := time.Since(start)
-				if !measuring.Load() {
-					continue
-				}
-				p.ops++
-				if err != nil {
-					p.errors++
-					if p.firstError == "" {
-						p.firstError = err.Error()
-					}
-					continue
-				}
-				_ = p.hist.RecordValue(took.Microseconds())
-			}
-		})
+		wg.Go(func() { parts[g].run(c, w, uint64(g), &measuring, stop) })
 	}
 	sleep(ctx, w.warmUp)
 	client0, memcached0 := cpu()
@@ -218,6 +178,51 @@ func drive(ctx context.Context, c *memcache.Client, w workload) result {
 		}
 	}
 	return r
+}
+
+// loadPart is what one goroutine of a load measured.
+type loadPart struct {
+	ops, errors int64
+	hist        *hdrhistogram.Histogram
+	firstError  string
+}
+
+// run sends w's gets and sets through c until stop, counting those sent
+// while measuring; seed makes its keys its own.
+func (p *loadPart) run(c *memcache.Client, w workload, seed uint64, measuring *atomic.Bool, stop <-chan struct{}) {
+	value := make([]byte, w.valueSize)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		k := keyOf(rng.IntN(w.keys))
+		start := time.Now()
+		var err error
+		if rng.Float64() < w.getRatio {
+			_, err = c.Get(k)
+			if errors.Is(err, memcache.ErrCacheMiss) {
+				err = nil
+			}
+		} else {
+			err = c.Set(&memcache.Item{Key: k, Value: value})
+		}
+		took := time.Since(start)
+		if !measuring.Load() {
+			continue
+		}
+		p.ops++
+		if err != nil {
+			p.errors++
+			if p.firstError == "" {
+				p.firstError = err.Error()
+			}
+			continue
+		}
+		_ = p.hist.RecordValue(took.Microseconds())
+	}
 }
 
 // cpu is the CPU seconds so far of this process and of the memcached

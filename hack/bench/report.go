@@ -63,6 +63,16 @@ func (r *run) render() string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %.2f | %d | %d | %.2f | %d | %d | %.1f | %.0f |\n",
 			p.name, p.wall.Round(time.Millisecond), ratio, vsFloor, total, float64(total)/float64(n), p.reads(), p.writes, float64(p.writes)/float64(n), p.events, p.conflict, p.cpu, float64(p.rss)/1024)
 	}
+	renderRequests(&b, phases)
+	renderStackCPU(&b, r.baselineCPU, r.floor, phases)
+	renderStages(&b, phases)
+	b.WriteString("\n")
+	return b.String()
+}
+
+// renderRequests tells the operator's requests of each phase by verb and
+// resource, as the audit log has them.
+func renderRequests(b *strings.Builder, phases []phase) {
 	b.WriteString("\nOperator requests by verb and resource (audit log):\n\n| phase | requests |\n|---|---|\n")
 	for _, p := range phases {
 		keys := make([]string, 0, len(p.requests))
@@ -77,12 +87,8 @@ func (r *run) render() string {
 		if len(parts) == 0 {
 			parts = []string{"none"}
 		}
-		fmt.Fprintf(&b, "| %s | %s |\n", p.name, strings.Join(parts, ", "))
+		fmt.Fprintf(b, "| %s | %s |\n", p.name, strings.Join(parts, ", "))
 	}
-	renderStackCPU(&b, r.baselineCPU, r.floor, phases)
-	renderStages(&b, phases)
-	b.WriteString("\n")
-	return b.String()
 }
 
 // renderStackCPU tells the CPU seconds each process of the cluster spent in

@@ -120,8 +120,6 @@ func runFloor(ctx context.Context, cfg *rest.Config, c client.Client, n int, pro
 	if err := watch.List(ctx, &appsv1.StatefulSetList{}, client.InNamespace(ns)); err != nil {
 		return f, err
 	}
-	images := desired.Images{Memcached: desired.DefaultImage}
-	owner := client.FieldOwner("bench-floor")
 	step := func(size int32, work func(name string) error) (time.Duration, map[string]float64, error) {
 		start, cpu0 := time.Now(), procs.cpu()
 		if err := parallel(names("cache", n), work); err != nil {
@@ -137,38 +135,52 @@ func runFloor(ctx context.Context, cfg *rest.Config, c client.Client, n int, pro
 		}
 		return time.Since(start), since(procs.cpu(), cpu0), nil
 	}
-	f.create, f.createCPU, err = step(1, func(name string) error {
-		m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
-		if err := c.Create(ctx, m); err != nil {
-			return err
-		}
-		if err := c.Apply(ctx, desired.StatefulSet(m, images, desired.SecretDigests{}), owner, client.ForceOwnership); err != nil {
-			return err
-		}
-		return c.Apply(ctx, desired.Service(m, false), owner, client.ForceOwnership)
-	})
+	f.create, f.createCPU, err = step(1, func(name string) error { return createAsFloor(ctx, c, ns, name) })
 	if err != nil || createOnly || f.stopped != "" {
 		// The cluster goes with the run.
 		return f, err
 	}
-	f.scale, f.scaleCPU, err = step(2, func(name string) error {
-		m := &cachev1alpha1.Memcached{}
-		if err := watchedGet(ctx, watch, c, client.ObjectKey{Namespace: ns, Name: name}, m); err != nil {
-			return err
-		}
-		if err := c.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`))); err != nil {
-			return err
-		}
-		if err := c.Apply(ctx, desired.StatefulSet(m, images, desired.SecretDigests{}), owner, client.ForceOwnership); err != nil {
-			return err
-		}
-		return c.Apply(ctx, desired.PodDisruptionBudget(m), owner, client.ForceOwnership)
-	})
+	f.scale, f.scaleCPU, err = step(2, func(name string) error { return scaleAsFloor(ctx, c, watch, ns, name) })
 	if err != nil {
 		return f, err
 	}
 	return f, deleteNamespace(ctx, c, ns)
 }
+
+// floorOwner is the field manager of the floor's writes.
+const floorOwner = client.FieldOwner("bench-floor")
+
+// createAsFloor creates the Memcached name and applies its StatefulSet and
+// Service, as an operator would at the least.
+func createAsFloor(ctx context.Context, c client.Client, ns, name string) error {
+	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
+	if err := c.Create(ctx, m); err != nil {
+		return err
+	}
+	if err := c.Apply(ctx, desired.StatefulSet(m, floorImages, desired.SecretDigests{}), floorOwner, client.ForceOwnership); err != nil {
+		return err
+	}
+	return c.Apply(ctx, desired.Service(m, false), floorOwner, client.ForceOwnership)
+}
+
+// scaleAsFloor scales the Memcached name to 2 and applies its StatefulSet
+// and budget, as an operator would at the least.
+func scaleAsFloor(ctx context.Context, c client.Client, watch client.Reader, ns, name string) error {
+	m := &cachev1alpha1.Memcached{}
+	if err := watchedGet(ctx, watch, c, client.ObjectKey{Namespace: ns, Name: name}, m); err != nil {
+		return err
+	}
+	if err := c.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`))); err != nil {
+		return err
+	}
+	if err := c.Apply(ctx, desired.StatefulSet(m, floorImages, desired.SecretDigests{}), floorOwner, client.ForceOwnership); err != nil {
+		return err
+	}
+	return c.Apply(ctx, desired.PodDisruptionBudget(m), floorOwner, client.ForceOwnership)
+}
+
+// floorImages are the images of the floor's StatefulSets.
+var floorImages = desired.Images{Memcached: desired.DefaultImage}
 
 func createUnrelated(ctx context.Context, c client.Client, n int) error {
 	ns := "unrelated"

@@ -78,80 +78,108 @@ var bundleObjects = map[string]string{
 // bundle writes the OLM bundle: its files by path.
 func bundle(in inputs, v semver.Version, image string) (map[string][]byte, error) {
 	files := map[string][]byte{}
-	var (
-		crd         *apiextensionsv1.CustomResourceDefinition
-		deployment  *appsv1.Deployment
-		account     string
-		permissions []rbacv1.PolicyRule
-		cluster     []rbacv1.PolicyRule
-	)
+	var parts csvParts
 	for _, o := range in.install {
-		key := o.GetKind() + "/" + strings.TrimPrefix(o.GetName(), namePrefix)
-		what, ok := bundleObjects[key]
-		if !ok {
-			return nil, fmt.Errorf("manifests/default has %s, which the bundle does not know: add it to bundleObjects in hack/packaging/bundle.go", key)
-		}
-		switch what {
-		case "-", "binding":
-		case "strategy":
-			if o.GetKind() == "ServiceAccount" {
-				account = o.GetName()
-				continue
-			}
-			deployment = &appsv1.Deployment{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, deployment); err != nil {
-				return nil, err
-			}
-		case "permissions", "clusterPermissions":
-			var role rbacv1.ClusterRole
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
-				return nil, err
-			}
-			if what == "permissions" {
-				permissions = append(permissions, role.Rules...)
-			} else {
-				cluster = append(cluster, role.Rules...)
-			}
-		case "manifest", "namespaced":
-			m := o.DeepCopy()
-			m.SetNamespace("")
-			if o.GetKind() == "RoleBinding" {
-				// A ServiceAccount subject without a namespace is the
-				// binding's namespace's: the one OLM installs into.
-				subjects, _, _ := unstructured.NestedSlice(m.Object, "subjects")
-				for _, sub := range subjects {
-					delete(sub.(map[string]any), "namespace")
-				}
-				_ = unstructured.SetNestedSlice(m.Object, subjects, "subjects")
-			}
-			if o.GetKind() == "CustomResourceDefinition" {
-				crd = &apiextensionsv1.CustomResourceDefinition{}
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, crd); err != nil {
-					return nil, err
-				}
-			}
-			b, err := yaml.Marshal(m.Object)
-			if err != nil {
-				return nil, err
-			}
-			files["manifests/"+bundleFileName(m)] = b
+		if err := parts.take(o, files); err != nil {
+			return nil, err
 		}
 	}
-	if crd == nil || deployment == nil || account == "" {
+	if parts.crd == nil || parts.deployment == nil || parts.account == "" {
 		return nil, fmt.Errorf("manifests/default lacks the CRD, the manager Deployment or its ServiceAccount")
 	}
-	if err := checkBindings(in.install, account); err != nil {
+	if err := checkBindings(in.install, parts.account); err != nil {
 		return nil, err
 	}
-	csv, err := clusterServiceVersion(in, v, image, crd, deployment, account, permissions, cluster)
+	csv, err := clusterServiceVersion(in, v, image, parts.crd, parts.deployment, parts.account, parts.permissions, parts.cluster)
 	if err != nil {
 		return nil, err
 	}
+	b, err := csvFile(csv)
+	if err != nil {
+		return nil, err
+	}
+	files["manifests/"+packageName+".clusterserviceversion.yaml"] = b
+	files["metadata/annotations.yaml"] = annotationsFile()
+	files["tests/scorecard/config.yaml"] = []byte(scorecardConfig)
+	files["bundle.Dockerfile"] = dockerfile()
+	return files, nil
+}
+
+// csvParts are what the CSV is made of, taken from manifests/default.
+type csvParts struct {
+	crd                  *apiextensionsv1.CustomResourceDefinition
+	deployment           *appsv1.Deployment
+	account              string
+	permissions, cluster []rbacv1.PolicyRule
+}
+
+// take adds o, an object of manifests/default, to the CSV's parts, or to
+// files as a manifest of the bundle, as bundleObjects says.
+func (c *csvParts) take(o *unstructured.Unstructured, files map[string][]byte) error {
+	key := o.GetKind() + "/" + strings.TrimPrefix(o.GetName(), namePrefix)
+	what, ok := bundleObjects[key]
+	if !ok {
+		return fmt.Errorf("manifests/default has %s, which the bundle does not know: add it to bundleObjects in hack/packaging/bundle.go", key)
+	}
+	switch what {
+	case "strategy":
+		if o.GetKind() == "ServiceAccount" {
+			c.account = o.GetName()
+			return nil
+		}
+		c.deployment = &appsv1.Deployment{}
+		return runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, c.deployment)
+	case "permissions", "clusterPermissions":
+		var role rbacv1.ClusterRole
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
+			return err
+		}
+		if what == "permissions" {
+			c.permissions = append(c.permissions, role.Rules...)
+		} else {
+			c.cluster = append(c.cluster, role.Rules...)
+		}
+	case "manifest", "namespaced":
+		return c.takeManifest(o, files)
+	}
+	return nil
+}
+
+// takeManifest adds o to files as a manifest of the bundle, in no
+// namespace (OLM's), and keeps the CRD.
+func (c *csvParts) takeManifest(o *unstructured.Unstructured, files map[string][]byte) error {
+	m := o.DeepCopy()
+	m.SetNamespace("")
+	if o.GetKind() == "RoleBinding" {
+		// A ServiceAccount subject without a namespace is the binding's
+		// namespace's: the one OLM installs into.
+		subjects, _, _ := unstructured.NestedSlice(m.Object, "subjects")
+		for _, sub := range subjects {
+			delete(sub.(map[string]any), "namespace")
+		}
+		_ = unstructured.SetNestedSlice(m.Object, subjects, "subjects")
+	}
+	if o.GetKind() == "CustomResourceDefinition" {
+		c.crd = &apiextensionsv1.CustomResourceDefinition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, c.crd); err != nil {
+			return err
+		}
+	}
+	b, err := yaml.Marshal(m.Object)
+	if err != nil {
+		return err
+	}
+	files["manifests/"+bundleFileName(m)] = b
+	return nil
+}
+
+// csvFile is csv as the bundle holds it, without the empty fields the
+// typed CSV cannot omit.
+func csvFile(csv *operatorsv1alpha1.ClusterServiceVersion) ([]byte, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(csv)
 	if err != nil {
 		return nil, err
 	}
-	// Empty fields the typed CSV cannot omit.
 	for _, path := range [][]string{
 		{"status"},
 		{"metadata", "creationTimestamp"},
@@ -166,15 +194,7 @@ func bundle(in inputs, v semver.Version, image string) (map[string][]byte, error
 		unstructured.RemoveNestedField(d.(map[string]any), "spec", "template", "metadata", "creationTimestamp")
 	}
 	_ = unstructured.SetNestedSlice(u, deployments, "spec", "install", "spec", "deployments")
-	b, err := yaml.Marshal(u)
-	if err != nil {
-		return nil, err
-	}
-	files["manifests/"+packageName+".clusterserviceversion.yaml"] = b
-	files["metadata/annotations.yaml"] = annotationsFile()
-	files["tests/scorecard/config.yaml"] = []byte(scorecardConfig)
-	files["bundle.Dockerfile"] = dockerfile()
-	return files, nil
+	return yaml.Marshal(u)
 }
 
 func clusterServiceVersion(in inputs, v semver.Version, image string, crd *apiextensionsv1.CustomResourceDefinition, d *appsv1.Deployment, account string, permissions, cluster []rbacv1.PolicyRule) (*operatorsv1alpha1.ClusterServiceVersion, error) {

@@ -122,40 +122,18 @@ func chart(in inputs, v semver.Version) (map[string][]byte, error) {
 			files["crds/"+o.GetName()+".yaml"] = b
 			continue
 		}
-		obj := o.DeepCopy()
 		if key == "ClusterRole/manager" {
-			managerRules, _, _ = unstructured.NestedSlice(obj.Object, "rules")
+			managerRules, _, _ = unstructured.NestedSlice(o.Object, "rules")
 		}
-		blocks := map[string]string{}
 		if o.GetKind() == "Deployment" {
-			d := &appsv1.Deployment{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
-				return nil, err
-			}
-			deployment = d
-			var err error
-			if blocks, err = templateDeployment(obj, d); err != nil {
+			deployment = &appsv1.Deployment{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, deployment); err != nil {
 				return nil, err
 			}
 		}
-		releaseNames(obj)
-		if clusterScoped[o.GetKind()] {
-			// kustomize's namespace transformer does not know these kinds
-			// are cluster-scoped (the apiserver drops the namespace).
-			unstructured.RemoveNestedField(obj.Object, "metadata", "namespace")
-		}
-		text, err := render(obj, blocks)
+		text, err := chartTemplate(o, key)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		if o.GetKind() == "ValidatingAdmissionPolicy" {
-			if !strings.Contains(text, operatorUser) {
-				return nil, fmt.Errorf("%s does not name the operator's ServiceAccount, %s", key, operatorUser)
-			}
-			text = strings.ReplaceAll(text, operatorUser, chartUser)
-		}
-		if name, ok, _ := unstructured.NestedString(obj.Object, "spec", "policyName"); ok {
-			text = strings.ReplaceAll(text, "policyName: "+name, "policyName: '{{ $.Release.Name }}-"+strings.TrimPrefix(name, namePrefix)+"'")
+			return nil, err
 		}
 		files["templates/"+fileName(o)] = []byte(generatedHeader + wrap(cond, text))
 	}
@@ -176,6 +154,44 @@ func chart(in inputs, v semver.Version) (map[string][]byte, error) {
 	files["templates/_helpers.tpl"] = []byte(helpers)
 	files["templates/NOTES.txt"] = []byte(notes)
 	return files, nil
+}
+
+// chartTemplate is the chart's template of o, the object key names of
+// manifests/default: named after the release, the Deployment's settings
+// taken from the values.
+func chartTemplate(o *unstructured.Unstructured, key string) (string, error) {
+	obj := o.DeepCopy()
+	blocks := map[string]string{}
+	if o.GetKind() == "Deployment" {
+		d := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
+			return "", err
+		}
+		var err error
+		if blocks, err = templateDeployment(obj, d); err != nil {
+			return "", err
+		}
+	}
+	releaseNames(obj)
+	if clusterScoped[o.GetKind()] {
+		// kustomize's namespace transformer does not know these kinds are
+		// cluster-scoped (the apiserver drops the namespace).
+		unstructured.RemoveNestedField(obj.Object, "metadata", "namespace")
+	}
+	text, err := render(obj, blocks)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", key, err)
+	}
+	if o.GetKind() == "ValidatingAdmissionPolicy" {
+		if !strings.Contains(text, operatorUser) {
+			return "", fmt.Errorf("%s does not name the operator's ServiceAccount, %s", key, operatorUser)
+		}
+		text = strings.ReplaceAll(text, operatorUser, chartUser)
+	}
+	if name, ok, _ := unstructured.NestedString(obj.Object, "spec", "policyName"); ok {
+		text = strings.ReplaceAll(text, "policyName: "+name, "policyName: '{{ $.Release.Name }}-"+strings.TrimPrefix(name, namePrefix)+"'")
+	}
+	return text, nil
 }
 
 func fileName(o *unstructured.Unstructured) string {

@@ -116,24 +116,9 @@ func loadInputs(ctx context.Context) (inputs, error) {
 	if err != nil {
 		return inputs{}, err
 	}
-	// The component's objects get manifests/default's name prefix and
-	// namespace, as they do when the component is enabled there.
 	for _, o := range install {
-		if !strings.HasPrefix(o.GetName(), namePrefix) && o.GetNamespace() == "system" {
-			o.SetName(namePrefix + o.GetName())
-			o.SetNamespace(installNamespace)
-		}
-		if k := o.GetKind(); (k == "ClusterRole" || k == "ClusterRoleBinding") && !strings.HasPrefix(o.GetName(), namePrefix) {
-			// The takeover component's, cluster-scoped.
-			o.SetName(namePrefix + o.GetName())
-			if ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name"); ref != "" && !strings.HasPrefix(ref, namePrefix) {
-				_ = unstructured.SetNestedField(o.Object, namePrefix+ref, "roleRef", "name")
-			}
-		}
-		if o.GetKind() == "Deployment" {
-			if err := withoutArg(o, takeOverArg); err != nil {
-				return inputs{}, err
-			}
+		if err := asInDefault(o); err != nil {
+			return inputs{}, err
 		}
 	}
 	samples, err := kustomize(ctx, repo.Path("manifests", "samples"))
@@ -147,6 +132,27 @@ func loadInputs(ctx context.Context) (inputs, error) {
 		}
 	}
 	return inputs{install: install, samples: memcacheds}, nil
+}
+
+// asInDefault gives o, an object of a component, manifests/default's name
+// prefix and namespace, as it gets when the component is enabled there;
+// the Deployment does not take over.
+func asInDefault(o *unstructured.Unstructured) error {
+	if !strings.HasPrefix(o.GetName(), namePrefix) && o.GetNamespace() == "system" {
+		o.SetName(namePrefix + o.GetName())
+		o.SetNamespace(installNamespace)
+	}
+	if k := o.GetKind(); (k == "ClusterRole" || k == "ClusterRoleBinding") && !strings.HasPrefix(o.GetName(), namePrefix) {
+		// The takeover component's, cluster-scoped.
+		o.SetName(namePrefix + o.GetName())
+		if ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name"); ref != "" && !strings.HasPrefix(ref, namePrefix) {
+			_ = unstructured.SetNestedField(o.Object, namePrefix+ref, "roleRef", "name")
+		}
+	}
+	if o.GetKind() == "Deployment" {
+		return withoutArg(o, takeOverArg)
+	}
+	return nil
 }
 
 // kustomize builds dir with the kubectl of bin/k8s.
