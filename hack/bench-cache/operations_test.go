@@ -23,16 +23,7 @@ import (
 func TestKeptCountsStaleValuesOfKeysThatMovedBack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	a, err := startHostMemcached(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.stop()
-	b, err := startHostMemcached(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.stop()
+	a, b := startTwoHostMemcacheds(t, ctx)
 
 	const keys = 3000
 	w := workload{concurrency: 4, keys: keys, valueSize: 64}
@@ -54,16 +45,7 @@ func TestKeptCountsStaleValuesOfKeysThatMovedBack(t *testing.T) {
 	if err := store(ctx, throughTwo, w, 1); err != nil {
 		t.Fatal(err)
 	}
-	moved := 0
-	for i := range keys {
-		addr, err := two.PickServer(keyOf(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if addr.String() == b.addr {
-			moved++
-		}
-	}
+	moved := keysOn(t, two, keys, b.addr)
 	if moved == 0 || moved == keys {
 		t.Fatalf("the second ring gave the new server %d of %d keys: no test of both cases", moved, keys)
 	}
@@ -86,6 +68,37 @@ func TestKeptCountsStaleValuesOfKeysThatMovedBack(t *testing.T) {
 	if current, _, err = kept(ctx, throughTwo, keys, 2); err != nil || current != 0 {
 		t.Errorf("round 2, never stored: %d current (%v), want 0", current, err)
 	}
+}
+
+// startTwoHostMemcacheds starts two memcacheds on the host until the test
+// ends.
+func startTwoHostMemcacheds(t *testing.T, ctx context.Context) (a, b *hostMemcached) {
+	a, err := startHostMemcached(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.stop)
+	b, err = startHostMemcached(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.stop)
+	return a, b
+}
+
+// keysOn is how many of the first keys keys r puts on addr.
+func keysOn(t *testing.T, r *ring, keys int, addr string) int {
+	n := 0
+	for i := range keys {
+		at, err := r.PickServer(keyOf(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at.String() == addr {
+			n++
+		}
+	}
+	return n
 }
 
 // A slot stays through an operation when its pod is the same one after

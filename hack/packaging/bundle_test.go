@@ -96,28 +96,11 @@ func TestBundleHasWhatScorecardChecks(t *testing.T) {
 		t.Fatalf("the CSV owns %v, want %s", owned, crd.Name)
 	}
 
-	var examples []map[string]any
-	if err := json.Unmarshal([]byte(b.CSV.Annotations["alm-examples"]), &examples); err != nil {
-		t.Fatalf("alm-examples: %v", err)
-	}
-	if len(examples) == 0 {
-		t.Fatal("alm-examples is empty")
-	}
 	specPaths := map[string]bool{}
 	for _, d := range owned[0].SpecDescriptors {
 		specPaths[d.Path] = true
 	}
-	for _, e := range examples {
-		spec, _ := e["spec"].(map[string]any)
-		if len(spec) == 0 {
-			t.Errorf("the example %v has an empty spec", e["metadata"])
-		}
-		for k := range spec {
-			if !specPaths[k] {
-				t.Errorf("the example's spec field %s has no spec descriptor", k)
-			}
-		}
-	}
+	expectExamplesDescribed(t, b.CSV.Annotations["alm-examples"], specPaths)
 
 	v := crd.Spec.Versions[0]
 	if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil || len(v.Schema.OpenAPIV3Schema.Properties["spec"].Properties) == 0 {
@@ -140,13 +123,41 @@ func TestBundleHasWhatScorecardChecks(t *testing.T) {
 			t.Errorf("status.%s has no status descriptor", p)
 		}
 	}
-	// Every descriptor is named and described; every one that is not a
-	// field group's parent tells the console how to show it.
-	for _, d := range owned[0].SpecDescriptors {
+	expectDescriptorsShown(t, owned[0].SpecDescriptors)
+}
+
+// expectExamplesDescribed: almExamples, the CSV's examples, are there, and
+// every field their specs set has a spec descriptor (specPaths).
+func expectExamplesDescribed(t *testing.T, almExamples string, specPaths map[string]bool) {
+	var examples []map[string]any
+	if err := json.Unmarshal([]byte(almExamples), &examples); err != nil {
+		t.Fatalf("alm-examples: %v", err)
+	}
+	if len(examples) == 0 {
+		t.Fatal("alm-examples is empty")
+	}
+	for _, e := range examples {
+		spec, _ := e["spec"].(map[string]any)
+		if len(spec) == 0 {
+			t.Errorf("the example %v has an empty spec", e["metadata"])
+		}
+		for k := range spec {
+			if !specPaths[k] {
+				t.Errorf("the example's spec field %s has no spec descriptor", k)
+			}
+		}
+	}
+}
+
+// expectDescriptorsShown: every descriptor is named and described; every
+// one that is not a field group's parent tells the console how to show
+// it.
+func expectDescriptorsShown(t *testing.T, descriptors []operatorsv1alpha1.SpecDescriptor) {
+	for _, d := range descriptors {
 		if d.DisplayName == "" || d.Description == "" {
 			t.Errorf("spec descriptor %s lacks a display name or a description", d.Path)
 		}
-		parent := slices.ContainsFunc(owned[0].SpecDescriptors, func(c operatorsv1alpha1.SpecDescriptor) bool {
+		parent := slices.ContainsFunc(descriptors, func(c operatorsv1alpha1.SpecDescriptor) bool {
 			return strings.HasPrefix(c.Path, d.Path+".")
 		})
 		if !parent && len(d.XDescriptors) == 0 {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
@@ -96,4 +97,108 @@ func indentLines(s, indent string) string {
 		lines[i] = indent + lines[i]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// releaseNames gives the object the release's name prefix and namespace,
+// in its name and in the names it refers to, and Helm's labels.
+func releaseNames(o *unstructured.Unstructured) {
+	rename := func(s string) string {
+		if rest, ok := strings.CutPrefix(s, namePrefix); ok {
+			return "{{ $.Release.Name }}-" + rest
+		}
+		return s
+	}
+	o.SetName(rename(o.GetName()))
+	if o.GetNamespace() != "" {
+		o.SetNamespace("{{ $.Release.Namespace }}")
+	}
+	labels := o.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels["helm.sh/chart"] = `{{ include "memcached-operator.chart" $ }}`
+	labels["app.kubernetes.io/instance"] = "{{ $.Release.Name }}"
+	labels["app.kubernetes.io/managed-by"] = "{{ $.Release.Service }}"
+	o.SetLabels(labels)
+	if name, ok, _ := unstructured.NestedString(o.Object, "roleRef", "name"); ok {
+		_ = unstructured.SetNestedField(o.Object, rename(name), "roleRef", "name")
+	}
+	if subjects, ok, _ := unstructured.NestedSlice(o.Object, "subjects"); ok {
+		for _, s := range subjects {
+			m := s.(map[string]any)
+			if name, ok := m["name"].(string); ok {
+				m["name"] = rename(name)
+			}
+			if _, ok := m["namespace"]; ok {
+				m["namespace"] = "{{ $.Release.Namespace }}"
+			}
+		}
+		_ = unstructured.SetNestedSlice(o.Object, subjects, "subjects")
+	}
+	if sa, ok, _ := unstructured.NestedString(o.Object, "spec", "template", "spec", "serviceAccountName"); ok {
+		_ = unstructured.SetNestedField(o.Object, rename(sa), "spec", "template", "spec", "serviceAccountName")
+	}
+}
+
+// templateDeployment turns the manager Deployment into the chart's: the
+// values where the chart has them, blocks (by placeholder) where a value
+// is YAML or a field is optional.
+func templateDeployment(o *unstructured.Unstructured, d *appsv1.Deployment) (map[string]string, error) {
+	if len(d.Spec.Template.Spec.Containers) != 1 {
+		return nil, fmt.Errorf("the manager Deployment has %d containers, the chart knows one", len(d.Spec.Template.Spec.Containers))
+	}
+	var lines []string
+	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+		l, ok := args[a]
+		if !ok {
+			return nil, fmt.Errorf("the manager's argument %q is not in the chart's table (hack/packaging/chart.go)", a)
+		}
+		lines = append(lines, l...)
+	}
+	lines = append(lines, extraArgs...)
+	blocks := map[string]string{
+		"args":           strings.Join(lines, "\n"),
+		"replicas":       "replicas: {{ $.Values.replicaCount }}",
+		"resources":      "resources:\n  {{- toYaml $.Values.resources | nindent INDENT+2 }}",
+		"podAnnotations": "{{- with $.Values.podAnnotations }}\n{{- toYaml . | nindent INDENT }}\n{{- end }}",
+	}
+	var sched []string
+	for _, f := range []string{"imagePullSecrets", "nodeSelector", "tolerations", "affinity"} {
+		sched = append(sched,
+			"{{- with $.Values."+f+" }}",
+			f+":",
+			"  {{- toYaml . | nindent INDENT+2 }}",
+			"{{- end }}")
+	}
+	sched = append(sched,
+		"{{- with $.Values.priorityClassName }}",
+		"priorityClassName: {{ . }}",
+		"{{- end }}")
+	blocks["scheduling"] = strings.Join(sched, "\n")
+
+	containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+	c := containers[0].(map[string]any)
+	c["args"] = []any{placeholder("args")}
+	c["image"] = `{{ include "memcached-operator.image" $ }}`
+	c["imagePullPolicy"] = "{{ $.Values.image.pullPolicy }}"
+	c["resources"] = placeholder("resources")
+	env, _ := c["env"].([]any)
+	for _, e := range env {
+		if e := e.(map[string]any); e["name"] == "MEMCACHED_IMAGE" {
+			e["value"] = "{{ $.Values.memcachedImage }}"
+		}
+	}
+	if err := unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers"); err != nil {
+		return nil, err
+	}
+	if err := unstructured.SetNestedField(o.Object, placeholder("replicas"), "spec", "replicas"); err != nil {
+		return nil, err
+	}
+	if err := unstructured.SetNestedField(o.Object, placeholder("scheduling"), "spec", "template", "spec", "nodeSelector"); err != nil {
+		return nil, err
+	}
+	if err := unstructured.SetNestedField(o.Object, placeholder("podAnnotations"), "spec", "template", "metadata", "annotations", "zz-chart"); err != nil {
+		return nil, err
+	}
+	return blocks, nil
 }

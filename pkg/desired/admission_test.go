@@ -136,28 +136,6 @@ func TestSpecsThatCannotRunAreRefusedAtAdmission(t *testing.T) {
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
 		}}, "", byAPIServer},
 	}
-	// The rows the apiserver refuses only from a Kubernetes minor version
-	// on: an older one accepts an object built from them, and the CRD's
-	// refusal is then the operator's alone, for the reason given.
-	refusedSince := map[string]int{
-		// Required node affinity values are validated as label values from
-		// 1.32; before, such a value matches no node and the pods never
-		// schedule.
-		"node affinity value": 32,
-		// Before 1.31 (gate MatchLabelKeysInPodAffinity off) the apiserver
-		// drops matchLabelKeys and mismatchLabelKeys of pod affinity terms,
-		// and with them what it would refuse; the CRD refuses the spec on
-		// every version, as 1.31 and later do.
-		"pod affinity match keys without selector": 31,
-		// Before 1.34 (gate DynamicResourceAllocation off) the apiserver
-		// drops resource claims; the pods would run without them.
-		"resource claims": 34,
-	}
-	// Before 1.34 the apiserver does not validate a StatefulSet's pod
-	// template: it accepts the StatefulSet and refuses its pods, which the
-	// status then names (PodsForbidden, with the apiserver's message).
-	const statefulSetTemplatesValidatedSince = 34
-	minor := repo.KubeMinor()
 	ctx := context.Background()
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,28 +155,61 @@ func TestSpecsThatCannotRunAreRefusedAtAdmission(t *testing.T) {
 			if tt.by != byAPIServer {
 				return
 			}
-			m.UID = "00000000-0000-0000-0000-000000000002"
-			m.Spec.Size = ptr.To[int32](2)
-			refusals := 0
-			for _, a := range dryRunClients().DryRunApply(ctx, m, testenv.Images, desired.SecretDigests{}) {
-				if apierrors.IsInvalid(a.Err) {
-					refusals++
-				}
-			}
-			if since, ok := refusedSince[tt.name]; ok && minor < since {
-				g.Expect(refusals).To(BeZero(), "Kubernetes %s accepts an object built from it, refused from 1.%d", repo.KubeVersion(), since)
-				return
-			}
-			if refusals == 0 && minor < statefulSetTemplatesValidatedSince {
-				// The StatefulSet is accepted; its pods are not.
-				var set appsv1.StatefulSet
-				g.Expect(jsonconv.Convert(desired.StatefulSet(m, testenv.Images, desired.SecretDigests{}), &set)).To(Succeed())
-				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cache-0", Labels: set.Spec.Template.Labels}, Spec: set.Spec.Template.Spec}
-				err := env.Client.Create(ctx, pod, client.DryRunAll)
-				g.Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "Kubernetes %s accepts the StatefulSet; its pods must be refused: %v", repo.KubeVersion(), err)
-				return
-			}
-			g.Expect(refusals).To(BeNumerically(">", 0), "the apiserver would refuse an object built from it")
+			expectObjectsBuiltFromItRefused(t, m, tt.name)
 		})
 	}
+}
+
+// The rows the apiserver refuses only from a Kubernetes minor version
+// on: an older one accepts an object built from them, and the CRD's
+// refusal is then the operator's alone, for the reason given.
+var refusedSince = map[string]int{
+	// Required node affinity values are validated as label values from
+	// 1.32; before, such a value matches no node and the pods never
+	// schedule.
+	"node affinity value": 32,
+	// Before 1.31 (gate MatchLabelKeysInPodAffinity off) the apiserver
+	// drops matchLabelKeys and mismatchLabelKeys of pod affinity terms,
+	// and with them what it would refuse; the CRD refuses the spec on
+	// every version, as 1.31 and later do.
+	"pod affinity match keys without selector": 31,
+	// Before 1.34 (gate DynamicResourceAllocation off) the apiserver
+	// drops resource claims; the pods would run without them.
+	"resource claims": 34,
+}
+
+// Before 1.34 the apiserver does not validate a StatefulSet's pod
+// template: it accepts the StatefulSet and refuses its pods, which the
+// status then names (PodsForbidden, with the apiserver's message).
+const statefulSetTemplatesValidatedSince = 34
+
+// expectObjectsBuiltFromItRefused: the apiserver refuses the objects the
+// operator would build from m, a spec the CRD refuses (the case name), on
+// the Kubernetes versions that refuse them.
+func expectObjectsBuiltFromItRefused(t *testing.T, m *cachev1alpha1.Memcached, name string) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	minor := repo.KubeMinor()
+	m.UID = "00000000-0000-0000-0000-000000000002"
+	m.Spec.Size = ptr.To[int32](2)
+	refusals := 0
+	for _, a := range dryRunClients().DryRunApply(ctx, m, testenv.Images, desired.SecretDigests{}) {
+		if apierrors.IsInvalid(a.Err) {
+			refusals++
+		}
+	}
+	if since, ok := refusedSince[name]; ok && minor < since {
+		g.Expect(refusals).To(BeZero(), "Kubernetes %s accepts an object built from it, refused from 1.%d", repo.KubeVersion(), since)
+		return
+	}
+	if refusals == 0 && minor < statefulSetTemplatesValidatedSince {
+		// The StatefulSet is accepted; its pods are not.
+		var set appsv1.StatefulSet
+		g.Expect(jsonconv.Convert(desired.StatefulSet(m, testenv.Images, desired.SecretDigests{}), &set)).To(Succeed())
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cache-0", Labels: set.Spec.Template.Labels}, Spec: set.Spec.Template.Spec}
+		err := env.Client.Create(ctx, pod, client.DryRunAll)
+		g.Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "Kubernetes %s accepts the StatefulSet; its pods must be refused: %v", repo.KubeVersion(), err)
+		return
+	}
+	g.Expect(refusals).To(BeNumerically(">", 0), "the apiserver would refuse an object built from it")
 }

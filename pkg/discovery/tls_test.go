@@ -26,6 +26,56 @@ import (
 // connection the login was checked on, which the endpoint opens over TLS
 // with the pod's own certificate, as memcached requires of every client.
 func TestTheEndpointAsksWhatMemcachedAsks(t *testing.T) {
+	e, client, stranger := startEndpointAskingWhatMemcachedAsks(t)
+	connect := e.connect
+	t.Run("a certificate of another CA", func(t *testing.T) {
+		conn, r := connect(t, &stranger)
+		conn.Write([]byte("version\r\n"))
+		if line, err := r.ReadString('\n'); err == nil {
+			t.Errorf("answered %q", line)
+		}
+	})
+	t.Run("no login", func(t *testing.T) {
+		conn, r := connect(t, &client)
+		if got := exchange(t, conn, r, "config get cluster\r\n", oneLine); got != "CLIENT_ERROR unauthenticated\r\n" {
+			t.Errorf("got %q", got)
+		}
+	})
+	t.Run("a wrong password", func(t *testing.T) {
+		conn, r := connect(t, &client)
+		if got := exchange(t, conn, r, "set auth 0 0 11\r\nalice wrong\r\n", oneLine); !strings.HasPrefix(got, "CLIENT_ERROR") {
+			t.Errorf("got %q, want memcached's refusal", got)
+		}
+		if _, err := r.ReadString('\n'); err == nil {
+			t.Error("the connection stayed open")
+		}
+	})
+	t.Run("logged in", func(t *testing.T) {
+		conn, r := connect(t, &client)
+		if got := exchange(t, conn, r, "set auth 0 0 12\r\nalice secret\r\n", oneLine); got != "STORED\r\n" {
+			t.Fatalf("login: %q", got)
+		}
+		if got := exchange(t, conn, r, "config get cluster\r\n", end); !strings.Contains(got, "cache-2.cache.ns.svc|10.0.0.7|11211") {
+			t.Errorf("config get cluster: %q", got)
+		}
+		if got := exchange(t, conn, r, "set k 0 0 2\r\nhi\r\nget k\r\n", end); got != "STORED\r\nVALUE k 0 2\r\nhi\r\nEND\r\n" {
+			t.Errorf("data after the login: %q", got)
+		}
+	})
+}
+
+// tlsEndpoint is a discovery endpoint over TLS at addr, whose certificate
+// ca signs.
+type tlsEndpoint struct {
+	addr string
+	ca   *testcerts.CA
+}
+
+// startEndpointAskingWhatMemcachedAsks starts memcached with TLS, client
+// certificates and authentication, and a discovery endpoint in front of
+// it, as a pod runs them; with a client certificate of the pods' CA, and
+// one of another CA.
+func startEndpointAskingWhatMemcachedAsks(t *testing.T) (tlsEndpoint, testcerts.Pair, testcerts.Pair) {
 	dir := memcachedproc.FilesDir(t)
 	ca, err := testcerts.NewCA("ca")
 	if err != nil {
@@ -70,58 +120,25 @@ func TestTheEndpointAsksWhatMemcachedAsks(t *testing.T) {
 		Auth: true, CommandTimeout: time.Second})
 	go func() { done <- srv.Serve(ctx, tls.NewListener(ln, discovery.ServedTLS(dir, true))) }()
 	t.Cleanup(func() { cancel(); <-done })
+	return tlsEndpoint{addr: ln.Addr().String(), ca: ca}, client, stranger
+}
 
-	connect := func(t *testing.T, p *testcerts.Pair) (net.Conn, *bufio.Reader) {
-		t.Helper()
-		cfg := &tls.Config{RootCAs: ca.Pool(), ServerName: "cache.ns.svc"}
-		if p != nil {
-			pair, err := p.TLS()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.Certificates = []tls.Certificate{pair}
-		}
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", ln.Addr().String(), cfg)
+// connect connects to e presenting p (nil: no certificate).
+func (e tlsEndpoint) connect(t *testing.T, p *testcerts.Pair) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	cfg := &tls.Config{RootCAs: e.ca.Pool(), ServerName: "cache.ns.svc"}
+	if p != nil {
+		pair, err := p.TLS()
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { conn.Close() })
-		conn.SetDeadline(time.Now().Add(10 * time.Second))
-		return conn, bufio.NewReader(conn)
+		cfg.Certificates = []tls.Certificate{pair}
 	}
-
-	t.Run("a certificate of another CA", func(t *testing.T) {
-		conn, r := connect(t, &stranger)
-		conn.Write([]byte("version\r\n"))
-		if line, err := r.ReadString('\n'); err == nil {
-			t.Errorf("answered %q", line)
-		}
-	})
-	t.Run("no login", func(t *testing.T) {
-		conn, r := connect(t, &client)
-		if got := exchange(t, conn, r, "config get cluster\r\n", oneLine); got != "CLIENT_ERROR unauthenticated\r\n" {
-			t.Errorf("got %q", got)
-		}
-	})
-	t.Run("a wrong password", func(t *testing.T) {
-		conn, r := connect(t, &client)
-		if got := exchange(t, conn, r, "set auth 0 0 11\r\nalice wrong\r\n", oneLine); !strings.HasPrefix(got, "CLIENT_ERROR") {
-			t.Errorf("got %q, want memcached's refusal", got)
-		}
-		if _, err := r.ReadString('\n'); err == nil {
-			t.Error("the connection stayed open")
-		}
-	})
-	t.Run("logged in", func(t *testing.T) {
-		conn, r := connect(t, &client)
-		if got := exchange(t, conn, r, "set auth 0 0 12\r\nalice secret\r\n", oneLine); got != "STORED\r\n" {
-			t.Fatalf("login: %q", got)
-		}
-		if got := exchange(t, conn, r, "config get cluster\r\n", end); !strings.Contains(got, "cache-2.cache.ns.svc|10.0.0.7|11211") {
-			t.Errorf("config get cluster: %q", got)
-		}
-		if got := exchange(t, conn, r, "set k 0 0 2\r\nhi\r\nget k\r\n", end); got != "STORED\r\nVALUE k 0 2\r\nhi\r\nEND\r\n" {
-			t.Errorf("data after the login: %q", got)
-		}
-	})
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", e.addr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	return conn, bufio.NewReader(conn)
 }

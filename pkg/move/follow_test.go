@@ -72,70 +72,12 @@ func TestFollowersMoveTheKeysOfAPublishedPlan(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := start(t, "127.0.0.86", 4)
-	nodes := make([]discovery.Node, len(c.names))
-	byHost := map[string]string{}
-	for i, addr := range c.names {
-		ip, port, _ := net.SplitHostPort(addr)
-		p, _ := strconv.Atoi(port)
-		nodes[i] = discovery.Node{Host: fmt.Sprintf("cache-%d.cache.ns.svc", i), IP: ip, Port: int32(p)}
-		byHost[move.Server(nodes[i])] = addr
-	}
-	from := discovery.Cluster{Version: 3, Nodes: nodes[:3]}
-	to := discovery.Cluster{Version: 4, Nodes: nodes}
-	before, err := ring.New(ring.Libmemcached, move.Servers(from))
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, err := ring.New(ring.Libmemcached, move.Servers(to))
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 5000
-	for i := range n {
-		k := fmt.Sprintf("key-%d", i)
-		if err := c.clients[byHost[before.Server(k)]].Set(&memcache.Item{Key: k, Value: []byte("v-" + k)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	dir := t.TempDir()
-	planFile := filepath.Join(dir, "move")
-	log := &syncBuffer{}
-	for i, addr := range c.names {
-		f := &move.Follower{
-			Mover:    &move.Mover{Dial: plain},
-			PlanFile: planFile,
-			Host:     fmt.Sprintf("cache-%d", i),
-			Local:    addr,
-			Poll:     50 * time.Millisecond,
-			Log:      slog.New(slog.NewJSONHandler(log, nil)),
-		}
-		go f.Run(ctx)
-	}
+	from, to, before, after, byHost := storeForAScaleUp(t, c, n)
+	planFile, log := startFollowers(ctx, t, c)
 	plan := move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy, From: string(from.Body()), To: string(to.Body())}
-	publish := func(step string) {
-		plan.Step = step
-		// As the kubelet writes a ConfigMap's key: a new file swapped in.
-		tmp := planFile + ".tmp"
-		if err := os.WriteFile(tmp, []byte(plan.Marshal()), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, planFile); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor := func(msg string, want int) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for log.said(t, plan.ID, msg) < want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d followers said %q:\n%s", log.said(t, plan.ID, msg), want, msg, log.b.String())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	publish(move.StepCopy)
-	waitFor(podlog.CopiedMessage, 4)
+	publishPlan(t, planFile, &plan, move.StepCopy)
+	waitForFollowers(t, log, plan.ID, podlog.CopiedMessage, 4)
 	moved := 0
 	for i := range n {
 		k := fmt.Sprintf("key-%d", i)
@@ -149,9 +91,9 @@ func TestFollowersMoveTheKeysOfAPublishedPlan(t *testing.T) {
 	if moved < n/8 {
 		t.Fatalf("only %d of %d keys move to the new slot", moved, n)
 	}
-	publish(move.StepPublished)
-	publish(move.StepSettle)
-	waitFor(podlog.SettledMessage, 4)
+	publishPlan(t, planFile, &plan, move.StepPublished)
+	publishPlan(t, planFile, &plan, move.StepSettle)
+	waitForFollowers(t, log, plan.ID, podlog.SettledMessage, 4)
 	for i := range n {
 		k := fmt.Sprintf("key-%d", i)
 		for server, addr := range byHost {
@@ -168,5 +110,80 @@ func TestFollowersMoveTheKeysOfAPublishedPlan(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if got := log.said(t, plan.ID, podlog.CopiedMessage); got != 4 {
 		t.Fatalf("the copy was said %d times", got)
+	}
+}
+
+// storeForAScaleUp stores n keys on the first three servers of c as the
+// ring of a membership of three (from, before) puts them, for a move to
+// the membership of all four (to, after). byHost is each server's address
+// by its ring name.
+func storeForAScaleUp(t *testing.T, c *cluster, n int) (from, to discovery.Cluster, before, after *ring.Ring, byHost map[string]string) {
+	nodes := make([]discovery.Node, len(c.names))
+	byHost = map[string]string{}
+	for i, addr := range c.names {
+		ip, port, _ := net.SplitHostPort(addr)
+		p, _ := strconv.Atoi(port)
+		nodes[i] = discovery.Node{Host: fmt.Sprintf("cache-%d.cache.ns.svc", i), IP: ip, Port: int32(p)}
+		byHost[move.Server(nodes[i])] = addr
+	}
+	from = discovery.Cluster{Version: 3, Nodes: nodes[:3]}
+	to = discovery.Cluster{Version: 4, Nodes: nodes}
+	var err error
+	if before, err = ring.New(ring.Libmemcached, move.Servers(from)); err != nil {
+		t.Fatal(err)
+	}
+	if after, err = ring.New(ring.Libmemcached, move.Servers(to)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		k := fmt.Sprintf("key-%d", i)
+		if err := c.clients[byHost[before.Server(k)]].Set(&memcache.Item{Key: k, Value: []byte("v-" + k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return from, to, before, after, byHost
+}
+
+// startFollowers runs a follower for each server of c until ctx ends,
+// reading the plan of planFile and logging to log.
+func startFollowers(ctx context.Context, t *testing.T, c *cluster) (planFile string, log *syncBuffer) {
+	planFile = filepath.Join(t.TempDir(), "move")
+	log = &syncBuffer{}
+	for i, addr := range c.names {
+		f := &move.Follower{
+			Mover:    &move.Mover{Dial: plain},
+			PlanFile: planFile,
+			Host:     fmt.Sprintf("cache-%d", i),
+			Local:    addr,
+			Poll:     50 * time.Millisecond,
+			Log:      slog.New(slog.NewJSONHandler(log, nil)),
+		}
+		go f.Run(ctx)
+	}
+	return planFile, log
+}
+
+// publishPlan publishes plan at step in planFile, as the kubelet writes a
+// ConfigMap's key: a new file swapped in.
+func publishPlan(t *testing.T, planFile string, plan *move.Plan, step string) {
+	plan.Step = step
+	tmp := planFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(plan.Marshal()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, planFile); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitForFollowers waits until want followers said msg of move id in log.
+func waitForFollowers(t *testing.T, log *syncBuffer, id int64, msg string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for log.said(t, id, msg) < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d followers said %q:\n%s", log.said(t, id, msg), want, msg, log.b.String())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

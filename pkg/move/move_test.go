@@ -122,6 +122,36 @@ func TestAScaleUpMovesItsKeysAndLeavesNoOldValue(t *testing.T) {
 	c.set(t, after, newer, "newer", 0, 0)
 
 	mover := &move.Mover{Dial: plain}
+	ledgers := copyAndCheck(t, c, mover, after, moving, newer, added)
+	// The membership is published; clients take it at different moments.
+	// One still on the old membership writes two of the moved keys on
+	// their old owner; a client on the new one writes one of them.
+	c.set(t, before, rewrittenOld, "v2-old-owner", 0, 0)
+	c.set(t, before, rewrittenBoth, "v2-old-owner", 0, 0)
+	c.set(t, after, rewrittenBoth, "v3-new-owner", 0, 0)
+
+	for i, s := range c.names[:3] {
+		res, err := mover.Settle(ctx, s, after, ledgers[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("settle %s: %+v", s, res)
+	}
+	if got := c.get(t, after, rewrittenOld); got != "" {
+		t.Errorf("a key written on its old owner after the copy reads %q on the new owner: an older value, where a miss was due", got)
+	}
+	if got := c.get(t, after, rewrittenBoth); got != "v3-new-owner" {
+		t.Errorf("a key written on the new owner last reads %q", got)
+	}
+	expectOnlyTheNewRingsKeys(t, c, after, n, newer, rewrittenOld, rewrittenBoth)
+}
+
+// copyAndCheck copies the keys of the first three servers of c that after
+// puts elsewhere, and checks that every moving key but newer (which its
+// new owner held already, added) is on its new owner as it was. It
+// returns the copies' ledgers.
+func copyAndCheck(t *testing.T, c *cluster, mover *move.Mover, after *ring.Ring, moving []string, newer, added string) []move.Ledger {
+	ctx := context.Background()
 	var ledgers []move.Ledger
 	copied := 0
 	for _, s := range c.names[:3] {
@@ -152,28 +182,14 @@ func TestAScaleUpMovesItsKeysAndLeavesNoOldValue(t *testing.T) {
 		}
 	}
 
-	// The membership is published; clients take it at different moments.
-	// One still on the old membership writes two of the moved keys on
-	// their old owner; a client on the new one writes one of them.
-	c.set(t, before, rewrittenOld, "v2-old-owner", 0, 0)
-	c.set(t, before, rewrittenBoth, "v2-old-owner", 0, 0)
-	c.set(t, after, rewrittenBoth, "v3-new-owner", 0, 0)
+	return ledgers
+}
 
-	for i, s := range c.names[:3] {
-		res, err := mover.Settle(ctx, s, after, ledgers[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("settle %s: %+v", s, res)
-	}
-	if got := c.get(t, after, rewrittenOld); got != "" {
-		t.Errorf("a key written on its old owner after the copy reads %q on the new owner: an older value, where a miss was due", got)
-	}
-	if got := c.get(t, after, rewrittenBoth); got != "v3-new-owner" {
-		t.Errorf("a key written on the new owner last reads %q", got)
-	}
-	// No server holds a key the new ring puts elsewhere: no later change
-	// of the slots can bring an old value back.
+// expectOnlyTheNewRingsKeys: no server of c holds a key of the n the new
+// ring (after) puts elsewhere, so no later change of the slots can bring
+// an old value back; and every key but the three rewritten reads as it
+// was stored.
+func expectOnlyTheNewRingsKeys(t *testing.T, c *cluster, after *ring.Ring, n int, newer, rewrittenOld, rewrittenBoth string) {
 	for _, s := range c.names {
 		for i := range n {
 			k := fmt.Sprintf("key-%d", i)
@@ -182,7 +198,6 @@ func TestAScaleUpMovesItsKeysAndLeavesNoOldValue(t *testing.T) {
 			}
 		}
 	}
-	// Every other key reads as it was stored.
 	for i := range n {
 		k := fmt.Sprintf("key-%d", i)
 		if k == newer || k == rewrittenOld || k == rewrittenBoth {

@@ -44,24 +44,7 @@ func TestInformersResumeWithinSecondsOfAnOutage(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	const ns = "default"
 
-	var mu sync.Mutex
-	seen := map[int]time.Time{}
-	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop) })
-	for i := range informers {
-		lw := toolscache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
-		inf := reconnect.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
-		_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
-			if obj.(*corev1.ConfigMap).Name == "after" {
-				mu.Lock()
-				seen[i] = time.Now()
-				mu.Unlock()
-			}
-		}})
-		g.Expect(err).NotTo(HaveOccurred())
-		go inf.Run(stop)
-		g.Expect(toolscache.WaitForCacheSync(stop, inf.HasSynced)).To(BeTrue())
-	}
+	seen := startInformersOf(t, cs, ns, informers, "after")
 
 	pids, err := c.PIDs()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -72,9 +55,72 @@ func TestInformersResumeWithinSecondsOfAnOutage(t *testing.T) {
 	release()
 	g.Expect(c.StartStopped(ctx)).To(Succeed())
 
+	waitReady(t, cfg)
+	g.Eventually(func() error {
+		_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{})
+		return err
+	}).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
+	created := time.Now()
+
+	// Past the bound, to report how late the others were.
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(seen.lags(created)) < informers && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	got := seen.lags(created)
+	t.Logf("the informers had the news after %v", got)
+	g.Expect(got).To(HaveLen(informers), "every informer has the news")
+	g.Expect(got[len(got)-1]).To(BeNumerically("<=", bound), fmt.Sprintf("every informer within %v of the apiserver's return", bound))
+}
+
+// seenAt is when each informer had the news of an object.
+type seenAt struct {
+	mu sync.Mutex
+	at map[int]time.Time
+}
+
+// lags are how long after created each informer had the news, shortest
+// first.
+func (s *seenAt) lags(created time.Time) []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var l []time.Duration
+	for _, at := range s.at {
+		l = append(l, at.Sub(created).Round(time.Millisecond))
+	}
+	slices.Sort(l)
+	return l
+}
+
+// startInformersOf runs n informers of the ConfigMaps of ns, each noting
+// when it has the news of the ConfigMap name, until the test ends.
+func startInformersOf(t *testing.T, cs kubernetes.Interface, ns string, n int, name string) *seenAt {
+	g := NewWithT(t)
+	seen := &seenAt{at: map[int]time.Time{}}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	for i := range n {
+		lw := toolscache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
+		inf := reconnect.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
+		_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+			if obj.(*corev1.ConfigMap).Name == name {
+				seen.mu.Lock()
+				seen.at[i] = time.Now()
+				seen.mu.Unlock()
+			}
+		}})
+		g.Expect(err).NotTo(HaveOccurred())
+		go inf.Run(stop)
+		g.Expect(toolscache.WaitForCacheSync(stop, inf.HasSynced)).To(BeTrue())
+	}
+	return seen
+}
+
+// waitReady waits until the apiserver of cfg says it is ready.
+func waitReady(t *testing.T, cfg *rest.Config) {
 	hc, err := rest.HTTPClientFor(cfg)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Eventually(func() (int, error) {
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	NewWithT(t).Eventually(func() (int, error) {
 		r, err := hc.Get(cfg.Host + "/readyz")
 		if err != nil {
 			return 0, err
@@ -82,29 +128,4 @@ func TestInformersResumeWithinSecondsOfAnOutage(t *testing.T) {
 		_ = r.Body.Close()
 		return r.StatusCode, nil
 	}).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(Equal(http.StatusOK))
-	g.Eventually(func() error {
-		_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{})
-		return err
-	}).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
-	created := time.Now()
-
-	lags := func() []time.Duration {
-		mu.Lock()
-		defer mu.Unlock()
-		var l []time.Duration
-		for _, at := range seen {
-			l = append(l, at.Sub(created).Round(time.Millisecond))
-		}
-		slices.Sort(l)
-		return l
-	}
-	// Past the bound, to report how late the others were.
-	deadline := time.Now().Add(2 * time.Minute)
-	for len(lags()) < informers && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	got := lags()
-	t.Logf("the informers had the news after %v", got)
-	g.Expect(got).To(HaveLen(informers), "every informer has the news")
-	g.Expect(got[len(got)-1]).To(BeNumerically("<=", bound), fmt.Sprintf("every informer within %v of the apiserver's return", bound))
 }

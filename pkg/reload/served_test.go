@@ -187,41 +187,7 @@ func TestARestartedReloaderRemembers(t *testing.T) {
 		}
 	})
 
-	t.Run("a failed reload is not tried again after a restart", func(t *testing.T) {
-		sent := 0
-		c := c
-		c.Signal = func() error { sent++; return nil } // memcached never told: the reload fails
-		r, err := reload.New(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		write(t, authDir, "authfile", []byte("carol:three\n"))
-		var f *reload.Failure
-		if err := r.Check(context.Background()); !errors.As(err, &f) {
-			t.Fatalf("want a Failure, got %v", err)
-		}
-		for range 3 {
-			r, err := reload.New(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Check(context.Background()); err != nil {
-				t.Fatalf("restarted, the reloader fails again on the same content: %v", err)
-			}
-		}
-		if sent != 1 {
-			t.Errorf("memcached was told %d times, want once", sent)
-		}
-		// New content is tried.
-		write(t, authDir, "authfile", []byte("dave:four\n"))
-		r, err = reload.New(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Check(context.Background()); !errors.As(err, &f) || sent != 2 {
-			t.Errorf("new content after a failure: want it tried (and fail here), got %v after %d signals", err, sent)
-		}
-	})
+	t.Run("a failed reload is not tried again after a restart", func(t *testing.T) { expectAFailedReloadNotTriedAgain(t, c, authDir) })
 }
 
 // A ca.crt that drops a CA fails the reload (memcached cannot stop
@@ -254,5 +220,43 @@ func TestACARemovalIsToldUntilMemcachedRestarts(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(served, material.CAKey)); string(got) != string(both) {
 		t.Errorf("the served ca.crt lost a CA memcached still trusts")
+	}
+}
+
+// expectAFailedReloadNotTriedAgain: a reload of the authentication file of
+// authDir that fails is not tried again by a restarted reloader of c, and
+// new content is.
+func expectAFailedReloadNotTriedAgain(t *testing.T, c reload.Config, authDir string) {
+	sent := 0
+	c.Signal = func() error { sent++; return nil } // memcached never told: the reload fails
+	r, err := reload.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, authDir, "authfile", []byte("carol:three\n"))
+	var f *reload.Failure
+	if err := r.Check(context.Background()); !errors.As(err, &f) {
+		t.Fatalf("want a Failure, got %v", err)
+	}
+	for range 3 {
+		r, err := reload.New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Check(context.Background()); err != nil {
+			t.Fatalf("restarted, the reloader fails again on the same content: %v", err)
+		}
+	}
+	if sent != 1 {
+		t.Errorf("memcached was told %d times, want once", sent)
+	}
+	// New content is tried.
+	write(t, authDir, "authfile", []byte("dave:four\n"))
+	r, err = reload.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Check(context.Background()); !errors.As(err, &f) || sent != 2 {
+		t.Errorf("new content after a failure: want it tried (and fail here), got %v after %d signals", err, sent)
 	}
 }

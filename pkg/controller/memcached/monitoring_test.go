@@ -72,30 +72,23 @@ func TestMonitoringComesAndGoes(t *testing.T) {
 	g.Expect(sm.Spec.Endpoints[0].Port).To(Equal(desired.MetricsPortName))
 	g.Expect(sm.Spec.Endpoints[0].Interval).To(Equal(monitoringv1.Duration("30s")))
 
-	// Another manager labels the ServiceMonitor: the label stays, and the
-	// operator sends nothing for it, then or at any later reconcile.
-	converged(t, m)
-	time.Sleep(time.Second) // the last event of the change above recorded
-	skipped := counterSum(t, "memcached_operator_applies_skipped_total", "kind", "ServiceMonitor")
-	mark := requests.Mark()
-	g.Expect(k8s.Apply(ctx, monitoringv1ac.ServiceMonitor("cache", ns).WithLabels(map[string]string{"team": "payments"}),
-		client.FieldOwner("policy-engine"))).To(Succeed())
-	time.Sleep(time.Second)
-	nudge(t, sm)
-	time.Sleep(window)
-	g.Expect(requests.Since(mark, inNamespace(ns), testenv.NotWatch)).To(BeEmpty(), "a converged monitored Memcached costs nothing")
-	g.Expect(counterSum(t, "memcached_operator_applies_skipped_total", "kind", "ServiceMonitor")).To(BeNumerically(">=", skipped+2),
-		"the label's and the nudge's reconciles found nothing to apply")
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), sm)).To(Succeed())
-	g.Expect(sm.Labels).To(HaveKeyWithValue("team", "payments"))
+	expectAnotherManagersLabelOnTheServiceMonitorCostsNothing(t, m, sm)
 
-	// Monitoring off: the exporter, the port, the ServiceMonitor and the
-	// condition go.
-	sm = &monitoringv1.ServiceMonitor{}
+	expectMonitoringOffRemovesItsObjects(t, m)
+
+}
+
+// expectMonitoringOffRemovesItsObjects: with monitoring off, the
+// exporter, the port, the ServiceMonitor and the condition go.
+func expectMonitoringOffRemovesItsObjects(t *testing.T, m *cachev1alpha1.Memcached) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := m.Namespace
+	sm := &monitoringv1.ServiceMonitor{}
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), sm)).To(Succeed())
-	mark = requests.Mark()
+	mark := requests.Mark()
 	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"monitoring":null}}`)))).To(Succeed())
-	got, dep = converged(t, m)
+	got, dep := converged(t, m)
 	g.Expect(dep.Spec.Template.Spec.Containers).To(HaveLen(1))
 	g.Expect(meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionMonitored)).To(BeNil())
 	g.Eventually(func(g Gomega) {
@@ -113,6 +106,29 @@ func TestMonitoringComesAndGoes(t *testing.T) {
 		g.Expect(d.Code).To(BeElementOf(http.StatusOK, http.StatusNotFound))
 		g.Expect(d.Body).To(ContainSubstring(string(sm.UID)), "the delete's precondition names the ServiceMonitor that was read")
 	}
+}
+
+// expectAnotherManagersLabelOnTheServiceMonitorCostsNothing: another
+// manager's label on sm, m's ServiceMonitor, stays, and the operator sends
+// nothing for it, then or at any later reconcile.
+func expectAnotherManagersLabelOnTheServiceMonitorCostsNothing(t *testing.T, m *cachev1alpha1.Memcached, sm *monitoringv1.ServiceMonitor) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := m.Namespace
+	converged(t, m)
+	time.Sleep(time.Second) // the last event of the change above recorded
+	skipped := counterSum(t, "memcached_operator_applies_skipped_total", "kind", "ServiceMonitor")
+	mark := requests.Mark()
+	g.Expect(k8s.Apply(ctx, monitoringv1ac.ServiceMonitor("cache", ns).WithLabels(map[string]string{"team": "payments"}),
+		client.FieldOwner("policy-engine"))).To(Succeed())
+	time.Sleep(time.Second)
+	nudge(t, sm)
+	time.Sleep(window)
+	g.Expect(requests.Since(mark, inNamespace(ns), testenv.NotWatch)).To(BeEmpty(), "a converged monitored Memcached costs nothing")
+	g.Expect(counterSum(t, "memcached_operator_applies_skipped_total", "kind", "ServiceMonitor")).To(BeNumerically(">=", skipped+2),
+		"the label's and the nudge's reconciles found nothing to apply")
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), sm)).To(Succeed())
+	g.Expect(sm.Labels).To(HaveKeyWithValue("team", "payments"))
 }
 
 // A ServiceMonitor of the Memcached's name that another made is left alone

@@ -91,41 +91,50 @@ func TestRollingNote(t *testing.T) {
 			"1 pods to replace, each starting with an empty cache: the change is more than images, labels, annotations, settings memcached takes in its container, a memory limit its memory volume holds and resources"))
 }
 
+// inPlaceNow is when the in-place steps of the tests are taken.
+var inPlaceNow = time.Date(2026, 12, 4, 10, 20, 30, 500, time.UTC)
+
+// inPlaceTemplate is a StatefulSet whose pods run image with settings.
+func inPlaceTemplate(image, settings string) *appsv1ac.StatefulSetApplyConfiguration {
+	return appsv1ac.StatefulSet("cache", "ns").WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(corev1ac.PodTemplateSpec().
+		WithAnnotations(map[string]string{desired.AnnotationPodShape: "s", desired.AnnotationMemcachedSettings: settings}).
+		WithSpec(corev1ac.PodSpec().
+			WithInitContainers(corev1ac.Container().WithName(desired.WarmInstallContainerName).WithImage("operator:1")).
+			WithContainers(corev1ac.Container().WithName(desired.ContainerName).WithImage(image)))))
+}
+
+// inPlacePod is a pod of revision r1 of inPlaceTemplate("memcached:1",
+// "--threads=4"), its memcached container memcachedID.
+func inPlacePod(memcachedID string) *owned.Pod {
+	return &owned.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "cache-1", UID: "u1"},
+		Revision:   "r1", Shape: "s", MemcachedID: memcachedID,
+		Labels:      map[string]string{"controller-revision-hash": "r1"},
+		Annotations: map[string]string{desired.AnnotationPodShape: "s", desired.AnnotationMemcachedSettings: "--threads=4"},
+		Images: []owned.ContainerImage{
+			{Name: desired.WarmInstallContainerName, Image: "operator:1", Init: true},
+			{Name: desired.ContainerName, Image: "memcached:1"},
+		},
+	}
+}
+
+// restartingFrom is the restart marker step sets, or nil.
+func restartingFrom(s step) any {
+	for _, op := range s.ops {
+		if op["path"] == "/metadata/annotations/cache.example.com~1restarting-from" {
+			return op["value"]
+		}
+	}
+	return nil
+}
+
 // How a pod takes a template: in place, restarting memcached's container
 // for its image and memcached in its container for its settings; replaced
 // when its shape is another.
 func TestInPlaceStep(t *testing.T) {
-	now := time.Date(2026, 12, 4, 10, 20, 30, 500, time.UTC)
-	template := func(image, settings string) *appsv1ac.StatefulSetApplyConfiguration {
-		return appsv1ac.StatefulSet("cache", "ns").WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(corev1ac.PodTemplateSpec().
-			WithAnnotations(map[string]string{desired.AnnotationPodShape: "s", desired.AnnotationMemcachedSettings: settings}).
-			WithSpec(corev1ac.PodSpec().
-				WithInitContainers(corev1ac.Container().WithName(desired.WarmInstallContainerName).WithImage("operator:1")).
-				WithContainers(corev1ac.Container().WithName(desired.ContainerName).WithImage(image)))))
-	}
-	pod := func(memcachedID string) *owned.Pod {
-		return &owned.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "cache-1", UID: "u1"},
-			Revision:   "r1", Shape: "s", MemcachedID: memcachedID,
-			Labels:      map[string]string{"controller-revision-hash": "r1"},
-			Annotations: map[string]string{desired.AnnotationPodShape: "s", desired.AnnotationMemcachedSettings: "--threads=4"},
-			Images: []owned.ContainerImage{
-				{Name: desired.WarmInstallContainerName, Image: "operator:1", Init: true},
-				{Name: desired.ContainerName, Image: "memcached:1"},
-			},
-		}
-	}
-	restartingFrom := func(s step) any {
-		for _, op := range s.ops {
-			if op["path"] == "/metadata/annotations/cache.example.com~1restarting-from" {
-				return op["value"]
-			}
-		}
-		return nil
-	}
 	g := NewWithT(t)
 
-	s := inPlaceStep(pod("c1"), "r2", template("memcached:2", "--threads=4"), now)
+	s := inPlaceStep(inPlacePod("c1"), "r2", inPlaceTemplate("memcached:2", "--threads=4"), inPlaceNow)
 	g.Expect(s.kind).To(Equal(restartContainer))
 	g.Expect(s.ops).To(ContainElements(
 		map[string]any{"op": "test", "path": "/metadata/uid", "value": types.UID("u1")},
@@ -135,75 +144,81 @@ func TestInPlaceStep(t *testing.T) {
 	g.Expect(restartingFrom(s)).To(Equal("c1"))
 	g.Expect(s.with).To(Equal("with image memcached:2"))
 
-	s = inPlaceStep(pod("c1"), "r2", template("memcached:1", "--threads=2\n-v"), now)
+	s = inPlaceStep(inPlacePod("c1"), "r2", inPlaceTemplate("memcached:1", "--threads=2\n-v"), inPlaceNow)
 	g.Expect(s.kind).To(Equal(restartForSettings))
 	g.Expect(s.ops).To(ContainElement(map[string]any{"op": "add", "path": "/metadata/annotations/cache.example.com~1memcached-settings", "value": "--threads=2\n-v"}))
 	g.Expect(restartingFrom(s)).To(Equal("settings since 2026-12-04T10:20:30Z"))
 	g.Expect(s.with).To(Equal("with settings --threads=2 -v"))
 
-	s = inPlaceStep(pod("c1"), "r2", template("memcached:2", "--threads=2"), now)
+	s = inPlaceStep(inPlacePod("c1"), "r2", inPlaceTemplate("memcached:2", "--threads=2"), inPlaceNow)
 	g.Expect(s.kind).To(Equal(restartContainer), "the new container reads the new settings as it starts")
 
-	s = inPlaceStep(pod(""), "r2", template("memcached:1", "--threads=2"), now)
+	s = inPlaceStep(inPlacePod(""), "r2", inPlaceTemplate("memcached:1", "--threads=2"), inPlaceNow)
 	g.Expect(s.kind).To(Equal(noRestart), "no memcached runs: it takes them as it starts")
 	g.Expect(restartingFrom(s)).To(BeNil())
 
-	s = inPlaceStep(pod(""), "r2", template("memcached:2", "--threads=4"), now)
+	s = inPlaceStep(inPlacePod(""), "r2", inPlaceTemplate("memcached:2", "--threads=4"), inPlaceNow)
 	g.Expect(s.kind).To(Equal(restartContainer), "an image that could not start: the kubelet starts the new one")
 	g.Expect(restartingFrom(s)).To(Equal("none"))
-	ready := pod("")
+	ready := inPlacePod("")
 	ready.Ready = true
-	s = inPlaceStep(ready, "r2", template("memcached:2", "--threads=4"), now)
+	s = inPlaceStep(ready, "r2", inPlaceTemplate("memcached:2", "--threads=4"), inPlaceNow)
 	g.Expect(s.kind).To(Equal(replace), "ready with no container: a node that runs none, which restarts nothing")
 	g.Expect(s.why).NotTo(BeEmpty())
 
-	s = inPlaceStep(pod("c1"), "r2", template("memcached:1", "--threads=4"), now)
+	s = inPlaceStep(inPlacePod("c1"), "r2", inPlaceTemplate("memcached:1", "--threads=4"), inPlaceNow)
 	g.Expect(s.kind).To(Equal(noRestart))
 	g.Expect(restartingFrom(s)).To(BeNil())
 
-	other := pod("c1")
+	other := inPlacePod("c1")
 	other.Shape = "another"
-	g.Expect(inPlaceStep(other, "r2", template("memcached:1", "--threads=2"), now).kind).To(Equal(replace))
+	g.Expect(inPlaceStep(other, "r2", inPlaceTemplate("memcached:1", "--threads=2"), inPlaceNow).kind).To(Equal(replace))
+}
 
-	// A memory limit: a setting too, where the pod's memory volume holds
-	// it; a larger one needs a new pod.
+// A memory limit is a setting too, where the pod's memory volume holds
+// it; a larger one needs a new pod.
+func TestInPlaceStepOfAMemoryLimit(t *testing.T) {
+	g := NewWithT(t)
 	memory := func(settings, volume string) *appsv1ac.StatefulSetApplyConfiguration {
-		t := template("memcached:1", settings)
+		t := inPlaceTemplate("memcached:1", settings)
 		t.Spec.Template.Spec.WithVolumes(corev1ac.Volume().WithName(desired.MemoryVolumeName).
 			WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithMedium(corev1.StorageMediumMemory).WithSizeLimit(resource.MustParse(volume))))
 		return t
 	}
-	holding := pod("c1")
+	holding := inPlacePod("c1")
 	holding.MemoryVolume = ptr.To(resource.MustParse("129Mi"))
-	s = inPlaceStep(holding, "r2", memory("--memory-limit=96\n--threads=4", "97Mi"), now)
+	s := inPlaceStep(holding, "r2", memory("--memory-limit=96\n--threads=4", "97Mi"), inPlaceNow)
 	g.Expect(s.kind).To(Equal(restartForSettings), "a smaller memory limit")
 	g.Expect(s.with).To(Equal("with settings --memory-limit=96 --threads=4"))
-	g.Expect(inPlaceStep(holding, "r2", memory("--memory-limit=128\n--threads=4", "129Mi"), now).kind).To(Equal(restartForSettings), "as large as the volume")
-	s = inPlaceStep(holding, "r2", memory("--memory-limit=256\n--threads=4", "257Mi"), now)
+	g.Expect(inPlaceStep(holding, "r2", memory("--memory-limit=128\n--threads=4", "129Mi"), inPlaceNow).kind).To(Equal(restartForSettings), "as large as the volume")
+	s = inPlaceStep(holding, "r2", memory("--memory-limit=256\n--threads=4", "257Mi"), inPlaceNow)
 	g.Expect(s.kind).To(Equal(replace), "a larger memory limit")
 	g.Expect(s.why).To(Equal("memcached's new memory limit needs a memory volume of 257Mi, and the pod's is 129Mi: a pod's volumes cannot grow"))
+}
 
-	// Resources: resized in place first, as the apiserver defaults them
-	// (a limit is the request too); none can be removed.
-	resized := template("memcached:1", "--threads=4")
+// Resources are resized in place first, as the apiserver defaults them (a
+// limit is the request too); none can be removed.
+func TestInPlaceStepOfResources(t *testing.T) {
+	g := NewWithT(t)
+	resized := inPlaceTemplate("memcached:1", "--threads=4")
 	resized.Spec.Template.Spec.Containers[0].WithResources(corev1ac.ResourceRequirements().
 		WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}).
 		WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}))
-	s = inPlaceStep(pod("c1"), "r2", resized, now)
+	s := inPlaceStep(inPlacePod("c1"), "r2", resized, inPlaceNow)
 	g.Expect(s.kind).To(Equal(noRestart))
 	g.Expect(s.resize).To(Equal(&resize{index: 0, resources: corev1.ResourceRequirements{
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 	}}))
-	same := pod("c1")
+	same := inPlacePod("c1")
 	same.Resources = corev1.ResourceRequirements{
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1024Mi")},
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 	}
-	g.Expect(inPlaceStep(same, "r2", resized, now).resize).To(BeNil(), "the same quantities")
-	more := pod("c1")
+	g.Expect(inPlaceStep(same, "r2", resized, inPlaceNow).resize).To(BeNil(), "the same quantities")
+	more := inPlacePod("c1")
 	more.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
-	g.Expect(inPlaceStep(more, "r2", resized, now).kind).To(Equal(replace), "a CPU limit removed")
+	g.Expect(inPlaceStep(more, "r2", resized, inPlaceNow).kind).To(Equal(replace), "a CPU limit removed")
 
 	g.Expect(resizing(&owned.Pod{Resizing: "Deferred: no room"})).To(BeTrue())
 	g.Expect(resizing(&owned.Pod{Resources: same.Resources, Resized: &corev1.ResourceRequirements{}})).To(BeTrue(), "the kubelet runs other resources")

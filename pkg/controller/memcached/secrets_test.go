@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,6 +59,56 @@ func TestSecretsGateAndRollThePods(t *testing.T) {
 		Auth: &cachev1alpha1.AuthSpec{SecretName: "cache-users"},
 	})
 
+	ca, pair, tlsSecret, users := gateUntilTheSecretsAreFit(t, ns, m)
+	users.Data["authfile"] = []byte("alice:s3cret\n")
+	g.Expect(k8s.Update(ctx, users)).To(Succeed())
+	_, dep := converged(t, m)
+	tmpl := dep.Spec.Template
+	g.Expect(tmpl.Annotations).To(HaveKey(desired.AnnotationTLSDigest))
+	g.Expect(tmpl.Annotations).To(HaveKey(desired.AnnotationAuthDigest))
+	g.Expect(tmpl.Spec.Volumes).To(ConsistOf(
+		HaveField("Secret.SecretName", "cache-tls"),
+		HaveField("Secret.SecretName", "cache-users"),
+	))
+	g.Expect(events(t, ns, m.Name, cachev1alpha1.ReasonSecretMissing)).To(HaveLen(3), "one event per problem, not per reconcile")
+
+	expectSecretsReadByName(t, ns, mark)
+	expectNothingSentAtRest(t, ns, dep)
+
+	renewed := expectOnlyNewContentRollsThePods(t, m, ca, tlsSecret, dep)
+
+	// A key that does not match its certificate: the Deployment is held
+	// as it is, and keeps serving.
+	tlsSecret.Data["tls.key"] = pair.Key
+	g.Expect(k8s.Update(ctx, tlsSecret)).To(Succeed())
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), dep)).To(Succeed())
+	generation := dep.Generation
+	got := heldFor(t, m, cachev1alpha1.ReasonSecretInvalid, "tls.crt and tls.key are not a certificate chain and its key")
+	g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue(), "the pods serve on")
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), dep)).To(Succeed())
+	g.Expect(dep.Generation).To(Equal(generation))
+
+	// Deleted: recovered from, as soon as it is back.
+	g.Expect(k8s.Delete(ctx, tlsSecret)).To(Succeed())
+	heldFor(t, m, cachev1alpha1.ReasonSecretMissing, "Secret cache-tls does not exist")
+	tlsSecret = ca.Secret(ns, "cache-tls", renewed)
+	g.Expect(k8s.Create(ctx, tlsSecret)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
+		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, cachev1alpha1.ConditionStalled)).To(BeTrue())
+		for _, c := range got.Status.Conditions {
+			g.Expect(strings.Contains(c.Message, "Secret")).To(BeFalse(), "%s: %s", c.Type, c.Message)
+		}
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	converged(t, m)
+}
+
+// gateUntilTheSecretsAreFit holds m, which names the TLS Secret cache-tls
+// and the authentication Secret cache-users, until both exist and are fit,
+// making them step by step, and returns them.
+func gateUntilTheSecretsAreFit(t *testing.T, ns string, m *cachev1alpha1.Memcached) (*testcerts.CA, testcerts.Pair, *corev1.Secret, *corev1.Secret) {
+	g := NewWithT(t)
+	ctx := context.Background()
 	// Nothing exists: no Deployment whose pods could never mount.
 	got := heldFor(t, m, cachev1alpha1.ReasonSecretMissing, "Secret cache-tls does not exist")
 	g.Expect(meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionAvailable).Reason).To(Equal(cachev1alpha1.ReasonSecretMissing))
@@ -83,20 +132,14 @@ func TestSecretsGateAndRollThePods(t *testing.T) {
 		g.Expect(c.Message).NotTo(ContainSubstring("s3cret"), "a condition never quotes a Secret")
 	}
 
-	users.Data["authfile"] = []byte("alice:s3cret\n")
-	g.Expect(k8s.Update(ctx, users)).To(Succeed())
-	_, dep := converged(t, m)
-	tmpl := dep.Spec.Template
-	g.Expect(tmpl.Annotations).To(HaveKey(desired.AnnotationTLSDigest))
-	g.Expect(tmpl.Annotations).To(HaveKey(desired.AnnotationAuthDigest))
-	g.Expect(tmpl.Spec.Volumes).To(ConsistOf(
-		HaveField("Secret.SecretName", "cache-tls"),
-		HaveField("Secret.SecretName", "cache-users"),
-	))
-	g.Expect(events(t, ns, m.Name, cachev1alpha1.ReasonSecretMissing)).To(HaveLen(3), "one event per problem, not per reconcile")
+	return ca, pair, tlsSecret, users
+}
 
-	// Every request for Secrets named one Secret, and each of the two
-	// Secrets was read (a check over no request would prove nothing).
+// expectSecretsReadByName: every request for Secrets since mark named one
+// Secret, and each of the two Secrets was read (a check over no request
+// would prove nothing).
+func expectSecretsReadByName(t *testing.T, ns string, mark int) {
+	g := NewWithT(t)
 	named := map[string]int{}
 	for _, r := range requests.Since(mark, testenv.PathContains("/namespaces/"+ns+"/secrets")) {
 		g.Expect(r.Method).To(Equal("GET"), r.String())
@@ -106,9 +149,14 @@ func TestSecretsGateAndRollThePods(t *testing.T) {
 	g.Expect(named).To(HaveKey("metadata.name=cache-tls"), "the TLS Secret was listed or watched")
 	g.Expect(named).To(HaveKey("metadata.name=cache-users"), "the authentication Secret was listed or watched")
 
-	// At rest, nothing.
+}
+
+// expectNothingSentAtRest: a converged Memcached with Secrets costs no
+// request, though it is reconciled again.
+func expectNothingSentAtRest(t *testing.T, ns string, dep *appsv1.StatefulSet) {
+	g := NewWithT(t)
 	time.Sleep(time.Second)
-	mark = requests.Mark()
+	mark := requests.Mark()
 	skipped := counterSum(t, "memcached_operator_applies_skipped_total", "kind", "StatefulSet")
 	nudge(t, dep) // a reconcile with nothing to do, as a resync's
 	time.Sleep(window)
@@ -116,7 +164,16 @@ func TestSecretsGateAndRollThePods(t *testing.T) {
 	g.Expect(counterSum(t, "memcached_operator_applies_skipped_total", "kind", "StatefulSet")).To(BeNumerically(">", skipped),
 		"the Memcached was reconciled again in the window")
 
-	// A key the pods do not mount changes: nothing rolls.
+}
+
+// expectOnlyNewContentRollsThePods: a key the pods do not mount changes
+// and nothing rolls; the certificate is re-issued into the same Secret
+// and the pods roll. It returns the new certificate.
+func expectOnlyNewContentRollsThePods(t *testing.T, m *cachev1alpha1.Memcached, ca *testcerts.CA, tlsSecret *corev1.Secret, dep *appsv1.StatefulSet) testcerts.Pair {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := m.Namespace
+	tmpl := *dep.Spec.Template.DeepCopy()
 	generation := dep.Generation
 	tlsSecret.Data["unused"] = []byte("x")
 	g.Expect(k8s.Update(ctx, tlsSecret)).To(Succeed())
@@ -136,141 +193,5 @@ func TestSecretsGateAndRollThePods(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	converged(t, m)
 
-	// A key that does not match its certificate: the Deployment is held
-	// as it is, and keeps serving.
-	tlsSecret.Data["tls.key"] = pair.Key
-	g.Expect(k8s.Update(ctx, tlsSecret)).To(Succeed())
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), dep)).To(Succeed())
-	generation = dep.Generation
-	got = heldFor(t, m, cachev1alpha1.ReasonSecretInvalid, "tls.crt and tls.key are not a certificate chain and its key")
-	g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue(), "the pods serve on")
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), dep)).To(Succeed())
-	g.Expect(dep.Generation).To(Equal(generation))
-
-	// Deleted: recovered from, as soon as it is back.
-	g.Expect(k8s.Delete(ctx, tlsSecret)).To(Succeed())
-	heldFor(t, m, cachev1alpha1.ReasonSecretMissing, "Secret cache-tls does not exist")
-	tlsSecret = ca.Secret(ns, "cache-tls", renewed)
-	g.Expect(k8s.Create(ctx, tlsSecret)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
-		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, cachev1alpha1.ConditionStalled)).To(BeTrue())
-		for _, c := range got.Status.Conditions {
-			g.Expect(strings.Contains(c.Message, "Secret")).To(BeFalse(), "%s: %s", c.Type, c.Message)
-		}
-	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	converged(t, m)
-}
-
-// memcached's certificate is checked against the time and the Service's
-// name: an expired one, one not valid yet and one for another name are
-// held back and named; a valid one shows its expiry in the status, and one
-// that should have been renewed by now is told once in a Warning event.
-func TestCertificatesAreCheckedForTimeAndName(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := testenv.Namespace(t, k8s)
-	ca, err := testcerts.NewCA("ca")
-	g.Expect(err).NotTo(HaveOccurred())
-	now := time.Now()
-	issue := func(hosts []string, from, to time.Time) testcerts.Pair {
-		p, err := ca.IssueValid("cache", hosts, from, to)
-		g.Expect(err).NotTo(HaveOccurred())
-		return p
-	}
-	names := testcerts.ServiceHosts(ns, "cache")
-	secret := ca.Secret(ns, "cache-tls", issue(names, now.Add(-48*time.Hour), now.Add(-time.Hour)))
-	g.Expect(k8s.Create(ctx, secret)).To(Succeed())
-	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{TLS: &cachev1alpha1.TLSSpec{SecretName: "cache-tls"}})
-	got := heldFor(t, m, cachev1alpha1.ReasonSecretInvalid, "Secret cache-tls cannot serve as memcached's certificate and key: the certificate in tls.crt expired at ")
-	g.Expect(got.Status.TLS).To(BeNil())
-
-	update := func(p testcerts.Pair) {
-		t.Helper()
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
-		secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey] = p.Cert, p.Key
-		g.Expect(k8s.Update(ctx, secret)).To(Succeed())
-	}
-	update(issue(names, now.Add(time.Hour), now.Add(48*time.Hour)))
-	heldFor(t, m, cachev1alpha1.ReasonSecretInvalid, "the certificate in tls.crt is not valid before ")
-	update(issue(testcerts.ServiceHosts(ns, "other"), now.Add(-time.Hour), now.Add(48*time.Hour)))
-	heldFor(t, m, cachev1alpha1.ReasonSecretInvalid, "the certificate in tls.crt does not name cache."+ns+".svc, the Service's name that clients verify")
-
-	valid := issue(names, now.Add(-time.Hour), now.Add(90*24*time.Hour))
-	update(valid)
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
-		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, cachev1alpha1.ConditionDegraded)).To(BeTrue())
-		g.Expect(got.Status.TLS).NotTo(BeNil())
-		g.Expect(got.Status.TLS.NotAfter.Time).To(BeTemporally("~", now.Add(90*24*time.Hour), time.Second))
-		g.Expect(got.Status.TLS.ExpiresSoon).To(BeFalse())
-	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	g.Expect(events(t, ns, "cache", cachev1alpha1.ReasonCertificateExpiring)).To(BeEmpty())
-
-	// An hour-long certificate with 5 minutes left: inside its window
-	// (10 minutes, a sixth of its life).
-	update(issue(names, now.Add(-55*time.Minute), now.Add(5*time.Minute)))
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
-		g.Expect(got.Status.TLS).NotTo(BeNil())
-		g.Expect(got.Status.TLS.ExpiresSoon).To(BeTrue())
-		g.Expect(events(t, ns, "cache", cachev1alpha1.ReasonCertificateExpiring)).To(ConsistOf(
-			HaveField("Note", ContainSubstring("The certificate of Secret cache-tls expires at "))))
-	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	g.Consistently(func() []eventsv1.Event {
-		return events(t, ns, "cache", cachev1alpha1.ReasonCertificateExpiring)
-	}).WithTimeout(3*time.Second).WithPolling(poll).Should(HaveLen(1), "told once")
-}
-
-// A certificate's time is followed as it passes, with no event and no
-// resync to help: the operator looks again at the moments its certificate
-// becomes valid, enters its expiring window and expires. A short-lived
-// certificate (36 s, so a window of 6 s) makes them seconds apart.
-func TestCertificateTimeIsFollowedAsItPasses(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := testenv.Namespace(t, k8s)
-	ca, err := testcerts.NewCA("ca")
-	g.Expect(err).NotTo(HaveOccurred())
-	// A certificate's times are whole seconds.
-	valid := time.Now().Truncate(time.Second).Add(15 * time.Second)
-	expires := valid.Add(36 * time.Second)
-	warns := expires.Add(-6 * time.Second)
-	p, err := ca.IssueValid("cache", testcerts.ServiceHosts(ns, "cache"), valid, expires)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(k8s.Create(ctx, ca.Secret(ns, "cache-tls", p))).To(Succeed())
-	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1), TLS: &cachev1alpha1.TLSSpec{SecretName: "cache-tls"}})
-	heldFor(t, m, cachev1alpha1.ReasonSecretInvalid, "the certificate in tls.crt is not valid before ")
-	g.Expect(time.Now()).To(BeTemporally("<", valid), "the test's setup took too long to see the certificate before its time")
-
-	// until waits until the status satisfies ok, and no longer than
-	// atOnce after the moment at; it returns when it saw it.
-	got := &cachev1alpha1.Memcached{}
-	until := func(at time.Time, what string, ok func(g Gomega)) time.Time {
-		t.Helper()
-		g.Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
-			ok(g)
-		}).WithTimeout(time.Until(at)+atOnce).WithPolling(poll).Should(Succeed(), what)
-		return time.Now()
-	}
-	seen := until(valid, "served once valid", func(g Gomega) {
-		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, cachev1alpha1.ConditionDegraded)).To(BeTrue())
-		g.Expect(got.Status.TLS).NotTo(BeNil())
-		g.Expect(got.Status.TLS.ExpiresSoon).To(BeFalse())
-	})
-	g.Expect(seen).To(BeTemporally(">=", valid), "not before the certificate is valid")
-	seen = until(warns, "said to expire soon once in its window", func(g Gomega) {
-		g.Expect(got.Status.TLS).NotTo(BeNil())
-		g.Expect(got.Status.TLS.ExpiresSoon).To(BeTrue())
-		g.Expect(events(t, ns, "cache", cachev1alpha1.ReasonCertificateExpiring)).To(HaveLen(1))
-	})
-	g.Expect(seen).To(BeTemporally(">=", warns), "not before its window")
-	seen = until(expires, "held once expired", func(g Gomega) {
-		c := meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionDegraded)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonSecretInvalid))
-		g.Expect(c.Message).To(ContainSubstring("the certificate in tls.crt expired at "))
-	})
-	g.Expect(seen).To(BeTemporally(">=", expires), "not before it expires")
+	return renewed
 }

@@ -105,25 +105,32 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		code = 1
 	}
-	// After every test: of everything the controller sent in the suite,
-	// the writes are applies, events and UID-precondition deletes only.
+	if !onlyAppliesWritten() {
+		code = 1
+	}
+	return code
+}
+
+// onlyAppliesWritten tells, after every test, whether of everything the
+// controller sent in the suite the writes are applies, events and
+// UID-precondition deletes only, and says which are not.
+func onlyAppliesWritten() bool {
 	all := requests.Since(0)
 	if bad := writesOtherThanApplies(all); len(bad) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: the controller sent %d writes other than applies and UID-precondition deletes:\n", len(bad))
 		for _, r := range bad {
 			fmt.Fprintln(os.Stderr, "  ", r)
 		}
-		code = 1
-	} else {
-		writes := 0
-		for _, r := range all {
-			if r.Method != http.MethodGet {
-				writes++
-			}
-		}
-		fmt.Fprintf(os.Stderr, "every write of the suite's %d requests (%d writes) is an apply, an event or a UID-precondition delete\n", len(all), writes)
+		return false
 	}
-	return code
+	writes := 0
+	for _, r := range all {
+		if r.Method != http.MethodGet {
+			writes++
+		}
+	}
+	fmt.Fprintf(os.Stderr, "every write of the suite's %d requests (%d writes) is an apply, an event or a UID-precondition delete\n", len(all), writes)
+	return true
 }
 
 // newMemcached creates a Memcached and returns it.

@@ -43,24 +43,8 @@ func TestStoreHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
 	})
 	converged(t, m)
 
-	hc, err := rest.HTTPClientFor(cfg)
-	g.Expect(err).NotTo(HaveOccurred())
-	store, err := owned.NewStore(cfg, hc, []string{ns}, memcached.OwnSelector, memcached.OthersSelector, 0, owned.BuiltinSchemas())
-	g.Expect(err).NotTo(HaveOccurred())
-	go func() { _ = store.Start(ctx) }()
-	c, err := cache.New(cfg, memcached.CacheOptions(cache.Options{Scheme: testenv.Scheme}, []string{ns}))
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = c.GetInformer(ctx, &cachev1alpha1.Memcached{}) // as the controller's watch does
-	g.Expect(err).NotTo(HaveOccurred())
-	go func() { _ = c.Start(ctx) }()
-	g.Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
+	store, c := startStoreAndCache(t, ctx, m)
 	key := client.ObjectKeyFromObject(m)
-	for _, k := range []owned.Kind{owned.KindStatefulSet, owned.KindService, owned.KindPodDisruptionBudget} {
-		g.Eventually(func() (bool, error) {
-			_, found, err := store.Get(k, key)
-			return found, err
-		}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue(), "the store lists the %s", k)
-	}
 
 	got := &cachev1alpha1.Memcached{}
 	g.Expect(c.Get(ctx, key, got)).To(Succeed())
@@ -106,4 +90,31 @@ func TestStoreHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
 
 	err = c.Get(ctx, key, &appsv1.StatefulSet{})
 	g.Expect(errors.As(err, new(*cache.ErrResourceNotCached))).To(BeTrue(), "the manager's cache hands out no Deployment: %v", err)
+}
+
+// startStoreAndCache starts, until ctx ends, a store of the owned objects
+// and a cache of the Memcacheds of m's namespace, as the operator's, and
+// waits until the store lists m's StatefulSet, Service and budget.
+func startStoreAndCache(t *testing.T, ctx context.Context, m *cachev1alpha1.Memcached) (*owned.Store, cache.Cache) {
+	g := NewWithT(t)
+	ns := m.Namespace
+	hc, err := rest.HTTPClientFor(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	store, err := owned.NewStore(cfg, hc, []string{ns}, memcached.OwnSelector, memcached.OthersSelector, 0, owned.BuiltinSchemas())
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = store.Start(ctx) }()
+	c, err := cache.New(cfg, memcached.CacheOptions(cache.Options{Scheme: testenv.Scheme}, []string{ns}))
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = c.GetInformer(ctx, &cachev1alpha1.Memcached{}) // as the controller's watch does
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = c.Start(ctx) }()
+	g.Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
+	key := client.ObjectKeyFromObject(m)
+	for _, k := range []owned.Kind{owned.KindStatefulSet, owned.KindService, owned.KindPodDisruptionBudget} {
+		g.Eventually(func() (bool, error) {
+			_, found, err := store.Get(k, key)
+			return found, err
+		}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue(), "the store lists the %s", k)
+	}
+	return store, c
 }
