@@ -147,6 +147,16 @@ $(VULNDB)/index/db.json: hack/tools/vuln/go.mod hack/tools/vuln/go.sum
 	rm -rf $(VULNDB)
 	$(BIN_DIR)/indexdb -vulns "$$(cd hack/tools/vuln && go list -m -f '{{.Dir}}' golang.org/x/vulndb)/data/osv" -out $(VULNDB)
 
+GREMLINS := $(BIN_DIR)/gremlins
+$(GREMLINS): hack/tools/mutation/go.mod hack/tools/mutation/go.sum
+	cd hack/tools/mutation && CGO_ENABLED=0 go build -trimpath -o $(GREMLINS) github.com/go-gremlins/gremlins/cmd/gremlins
+
+# The packages whose tests need no cluster (memcached on the host at most).
+MUTATION_PKGS ?= ring move status desired material discovery warm reload settings podlog
+.PHONY: mutation
+mutation: $(GREMLINS) ## Mutation-test the packages whose tests need no cluster (gremlins, MUTATION_PKGS=...); fails below 85% efficacy in any (docs/reliability.md).
+	hack/mutation.sh $(MUTATION_PKGS)
+
 .PHONY: vulncheck
 # The programs the operator image ships, built as the Dockerfile builds
 # them (its toolchain: go.mod's, which GOTOOLCHAIN enforces there too).
