@@ -26,7 +26,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/example/memcached-operator/pkg/podlog"
 	"github.com/example/memcached-operator/pkg/warm"
@@ -40,7 +39,7 @@ func main() {
 	)
 	flag.StringVar(&c.MemoryFile, "memory-file", "", "The file memcached maps its item memory from, on a memory-backed volume.")
 	flag.StringVar(&c.SettingsFile, "settings-file", "", "A file of memcached's flags, one per line, added to its command line; when its content changes, memcached restarts warm to take them.")
-	flag.DurationVar(&c.RestoreWindow, "restore-window", 30*time.Second, "How long after a start that restores a failure of memcached means its saved state is unusable: it is then started empty.")
+	flag.DurationVar(&c.RestoreWindow, "restore-window", warm.DefaultRestoreWindow, "How long after a start that restores a failure of memcached means its saved state is unusable: it is then started empty.")
 	flag.StringVar(&install, "install", "", "Copy this program to the given path and exit (the pod's init container).")
 	flag.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "Where the end of memcached's output is written when it fails, or the reason it could not be run.")
 	flag.Usage = func() {

@@ -122,3 +122,25 @@ func TestACertificateIsLoadedWhenItBecomesValid(t *testing.T) {
 		t.Errorf("once it is valid: memcached serves serial %s, want the new %s", got, want)
 	}
 }
+
+// Where memcached does not verify clients, its ca.crt is no one's trust:
+// a ca.crt that drops a CA is loaded in place like any new content, and
+// the pods do not restart for it.
+func TestARemovedCAIsReloadedWhereClientsAreNotVerified(t *testing.T) {
+	dir := filesDir(t)
+	ca1, ca2 := newCA(t, "ca1"), newCA(t, "ca2")
+	first, second := issue(t, ca1, "first"), issue(t, ca2, "second")
+	writePair(t, dir, first, append(append([]byte{}, ca1.PEM...), ca2.PEM...))
+	m := startMemcached(t, dir, "--enable-ssl", "--extended=ssl_chain_cert="+filepath.Join(dir, material.CertKey)+",ssl_key="+filepath.Join(dir, material.KeyKey))
+	r, err := reload.New(reload.Config{Address: m.addr, TLSDir: dir, Timeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePair(t, dir, second, ca2.PEM)
+	if err := r.Check(context.Background()); err != nil {
+		t.Fatalf("a ca.crt without ca1, where no client certificate is verified: %v", err)
+	}
+	if got, want := servedSerial(t, m.addr, nil), serialOf(t, second); got != want {
+		t.Errorf("memcached serves serial %s, want the new certificate's, %s", got, want)
+	}
+}

@@ -45,15 +45,14 @@ func startWith(t *testing.T, dir, settingsFile string, args ...string) *running 
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		code, err := Run(ctx, Config{
-			Command:       cmd,
-			Address:       addr,
-			MemoryFile:    filepath.Join(dir, "memory"),
-			SettingsFile:  settingsFile,
-			SettingsPoll:  100 * time.Millisecond,
-			RestoreWindow: 10 * time.Second,
-			Stdout:        w.out,
-			Stderr:        w.out,
-			Log:           slog.New(slog.NewTextHandler(w.logs, nil)),
+			Command:      cmd,
+			Address:      addr,
+			MemoryFile:   filepath.Join(dir, "memory"),
+			SettingsFile: settingsFile,
+			SettingsPoll: 100 * time.Millisecond,
+			Stdout:       w.out,
+			Stderr:       w.out,
+			Log:          slog.New(slog.NewTextHandler(w.logs, nil)),
 			Started: func(p *os.Process) {
 				w.mu.Lock()
 				w.proc = p

@@ -34,6 +34,12 @@ import (
 // memcached saves its state on SIGUSR1; memcached removes it once read.
 const MetaSuffix = ".meta"
 
+// DefaultRestoreWindow is how long after a start that restores a failure of
+// memcached means its saved state is unusable: memcached restores a memory
+// file of 64 MiB to 1 GiB in well under a second on the real node, and a
+// crash of a memcached that runs on a restored cache comes later.
+const DefaultRestoreWindow = 30 * time.Second
+
 // CannotStartExitCode is Run's exit code when memcached's program cannot
 // be started at all (not in the image, say), as a shell's for a command it
 // cannot find: no restart mends it.
@@ -81,7 +87,7 @@ type Config struct {
 	SettingsPoll time.Duration
 	// RestoreWindow is how long after a start that tried to restore a
 	// failure of memcached is taken for an unusable saved state, and
-	// memcached started again empty.
+	// memcached started again empty; zero: DefaultRestoreWindow.
 	RestoreWindow time.Duration
 	// Address is where memcached accepts connections once it has started
 	// (and restored); empty: localhost and the port of Command (--port=,
@@ -174,6 +180,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SettingsPoll == 0 {
 		c.SettingsPoll = time.Second
+	}
+	if c.RestoreWindow == 0 {
+		c.RestoreWindow = DefaultRestoreWindow
 	}
 	return c
 }

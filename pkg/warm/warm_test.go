@@ -12,7 +12,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/example/memcached-operator/internal/testsupport/memcachedproc"
 )
@@ -151,7 +150,6 @@ func TestAFailureLeavesMemcachedsWordsAsTheTerminationMessage(t *testing.T) {
 		// A port below 1024, which nobody may not listen on.
 		Command:        []string{memcachedproc.Binary, "--port=80", "--udp-port=0", "-l", host, "-u", "nobody"},
 		MemoryFile:     filepath.Join(dir, "memory"),
-		RestoreWindow:  10 * time.Second,
 		Stdout:         &logs,
 		Stderr:         &logs,
 		Log:            slog.New(slog.NewTextHandler(&logs, nil)),
