@@ -165,7 +165,7 @@ func CAPool(bundle []byte) (*x509.CertPool, error) {
 		return nil, fmt.Errorf("no %s", CAKey)
 	}
 	pool := x509.NewCertPool()
-	n := 0
+	found := false
 	for rest := bundle; ; {
 		var block *pem.Block
 		block, rest = pem.Decode(rest)
@@ -183,9 +183,9 @@ func CAPool(bundle []byte) (*x509.CertPool, error) {
 			return nil, fmt.Errorf("%s: %w", CAKey, err)
 		}
 		pool.AddCert(c)
-		n++
+		found = true
 	}
-	if n == 0 {
+	if !found {
 		return nil, fmt.Errorf("%s holds no certificate", CAKey)
 	}
 	return pool, nil

@@ -38,7 +38,7 @@ func TestAuthFileAsMemcachedReadsIt(t *testing.T) {
 		{"a space in the user", "al ice:pw\n", "a space or tab"},
 		{"a space in the password", "alice:p w\n", "a password with a space"},
 		{"CRLF", "alice:pw\r\n", "carriage return"},
-		{"too long", "u:" + long + "p\n", "too long"},
+		{"too long", "u:" + long + "p\n", "too long: a user and password of more than 255 bytes together never match"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,4 +175,12 @@ func TestKeysAreTheTLSSecretsKeys(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(CertKey).To(Equal(corev1.TLSCertKey))
 	g.Expect(KeyKey).To(Equal(corev1.TLSPrivateKeyKey))
+}
+
+// A certificate's names are listed in full up to namesShown, and the rest
+// counted.
+func TestSomeOfACertificatesNamesAreShown(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(someOf([]string{"a", "b", "c", "d", "e"})).To(Equal("a, b, c, d, e"))
+	g.Expect(someOf([]string{"a", "b", "c", "d", "e", "f", "g"})).To(Equal("a, b, c, d, e and 2 more"))
 }
