@@ -215,3 +215,25 @@ func TestBadInputGetsAnErrorAndCostsMemcachedNothing(t *testing.T) {
 		t.Errorf("memcached's total_connections went from %d to %d: bad input reached it", before, after)
 	}
 }
+
+// memcached's version is asked once and then taken from memory: clients
+// that ask for it at each poll cost memcached one connection a minute,
+// not one each.
+func TestMemcachedsVersionIsAskedOnce(t *testing.T) {
+	m := memcachedproc.StartOn(t, "127.0.0.78", "-t", "1")
+	path := filepath.Join(t.TempDir(), "cluster")
+	publish(t, path, three)
+	addr := endpointOn(t, "127.0.0.78", path, m.Addr, 300*time.Millisecond)
+	before := stat(t, m.Addr, "total_connections")
+	for range 3 {
+		conn, r := dial(t, addr)
+		if got := exchange(t, conn, r, "version\r\n", oneLine); !strings.HasPrefix(got, "VERSION 1.") {
+			t.Fatalf("version: %q", got)
+		}
+		conn.Close()
+	}
+	// The version's connection, and the stats connection after it.
+	if after := stat(t, m.Addr, "total_connections"); after != before+2 {
+		t.Errorf("memcached's total_connections went from %d to %d: its version was asked more than once", before, after)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -48,6 +49,25 @@ func TestTheEndpointAsksWhatMemcachedAsks(t *testing.T) {
 		}
 		if _, err := r.ReadString('\n'); err == nil {
 			t.Error("the connection stayed open")
+		}
+	})
+	t.Run("a login of the most bytes memcached takes, and of more", func(t *testing.T) {
+		for _, tt := range []struct {
+			n       int
+			refused bool
+		}{{discovery.MaxLogin, false}, {discovery.MaxLogin + 1, true}, {0, false}, {-1, true}} {
+			conn, r := connect(t, &client)
+			req := fmt.Sprintf("set auth 0 0 %d\r\n", tt.n)
+			switch {
+			case tt.n > 0 && !tt.refused:
+				req += "alice " + strings.Repeat("x", tt.n-len("alice ")) + "\r\n"
+			case tt.n == 0:
+				req += "\r\n"
+			}
+			got := exchange(t, conn, r, req, oneLine)
+			if refused := got == "CLIENT_ERROR bad data chunk\r\n"; refused != tt.refused {
+				t.Errorf("a login of %d bytes: %q", tt.n, got)
+			}
 		}
 	})
 	t.Run("logged in", func(t *testing.T) {
