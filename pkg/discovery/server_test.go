@@ -220,10 +220,10 @@ func TestBadInputGetsAnErrorAndCostsMemcachedNothing(t *testing.T) {
 // that ask for it at each poll cost memcached one connection a minute,
 // not one each.
 func TestMemcachedsVersionIsAskedOnce(t *testing.T) {
-	m := memcachedproc.StartOn(t, "127.0.0.78", "-t", "1")
+	m := memcachedproc.StartOn(t, "127.0.0.79", "-t", "1")
 	path := filepath.Join(t.TempDir(), "cluster")
 	publish(t, path, three)
-	addr := endpointOn(t, "127.0.0.78", path, m.Addr, 300*time.Millisecond)
+	addr := endpointOn(t, "127.0.0.79", path, m.Addr, 300*time.Millisecond)
 	before := stat(t, m.Addr, "total_connections")
 	for range 3 {
 		conn, r := dial(t, addr)
