@@ -1,9 +1,13 @@
 package discovery_test
 
 import (
+	"bytes"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,7 +45,9 @@ func TestTheEndpointServesOnlyASealedMembership(t *testing.T) {
 		g.Expect(os.WriteFile(path+".tmp", b, 0o644)).To(Succeed())
 		g.Expect(os.Rename(path+".tmp", path)).To(Succeed())
 	}
-	addr := testendpoint.Serve(t, "127.0.0.1", discovery.Config{Membership: membership, Seal: seal, Memcached: testendpoint.Free(t)})
+	var log syncLog
+	addr := testendpoint.Serve(t, "127.0.0.1", discovery.Config{Membership: membership, Seal: seal, Memcached: testendpoint.Free(t),
+		Log: slog.New(slog.NewJSONHandler(&log, nil))})
 	ask := func() (discovery.Cluster, error) {
 		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -59,8 +65,10 @@ func TestTheEndpointServesOnlyASealedMembership(t *testing.T) {
 	write(seal, []byte(discovery.SealOf(operators.Body(), nil).String()))
 	g.Expect(ask()).To(Equal(operators))
 
+	g.Expect(log.String()).NotTo(ContainSubstring("serving the last sealed membership"))
 	write(membership, forged.Body())
 	g.Expect(ask()).To(Equal(operators), "the forged membership is not served")
+	g.Expect(log.String()).To(ContainSubstring("serving the last sealed membership: the seal does not vouch for the mounted one"), "and the pod's log says so")
 
 	write(seal, []byte(discovery.SealOf(forged.Body(), nil).String()))
 	g.Expect(ask()).To(Equal(forged), "served once the seal vouches for it")
@@ -70,7 +78,8 @@ func TestTheEndpointServesOnlyASealedMembership(t *testing.T) {
 // unread, and once one of them ends a new one is served again.
 func TestTheEndpointBoundsItsConnections(t *testing.T) {
 	g := NewWithT(t)
-	addr := sealedEndpoint(t, discovery.Config{MaxConnections: 3})
+	var log syncLog
+	addr := sealedEndpoint(t, discovery.Config{MaxConnections: 3, Log: slog.New(slog.NewJSONHandler(&log, nil))})
 	var idle []net.Conn
 	for range 3 {
 		conn, err := net.Dial("tcp", addr)
@@ -86,6 +95,8 @@ func TestTheEndpointBoundsItsConnections(t *testing.T) {
 		return err
 	}
 	g.Expect(ask()).To(HaveOccurred(), "a fourth connection, while three idle ones are served")
+	g.Expect(ask()).To(HaveOccurred(), "and a fifth")
+	g.Expect(strings.Count(log.String(), "refusing connections")).To(Equal(1), "one line for refusals in a row: %s", log.String())
 	idle[0].Close()
 	g.Eventually(ask).WithTimeout(5*time.Second).Should(Succeed(), "served again once one ended")
 	for _, conn := range idle[1:] {
@@ -133,4 +144,22 @@ func sealedEndpoint(t *testing.T, c discovery.Config) string {
 		t.Fatal(err)
 	}
 	return testendpoint.Serve(t, "127.0.0.1", c)
+}
+
+// syncLog is a log the endpoint's goroutines write to and a test reads.
+type syncLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -162,3 +162,62 @@ func (e tlsEndpoint) connect(t *testing.T, p *testcerts.Pair) (net.Conn, *bufio.
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
 	return conn, bufio.NewReader(conn)
 }
+
+// The endpoint serves the certificate of the files as they are: parsed
+// again once they change, as a rotation changes them.
+func TestTheEndpointServesARotatedCertificate(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := testcerts.NewCA("ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := func(cn string) string {
+		p, err := ca.Issue(cn, []string{"cache.ns.svc"}, x509.ExtKeyUsageServerAuth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, b := range map[string][]byte{material.CertKey: p.Cert, material.KeyKey: p.Key} {
+			if err := os.WriteFile(filepath.Join(dir, name+".tmp"), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(filepath.Join(dir, name+".tmp"), filepath.Join(dir, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return cn
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsLn := tls.NewListener(ln, discovery.ServedTLS(dir, false))
+	t.Cleanup(func() { tlsLn.Close() })
+	go func() {
+		for {
+			c, err := tlsLn.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.(*tls.Conn).Handshake()
+			c.Close()
+		}
+	}()
+	served := func() string {
+		conn, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: ca.Pool(), ServerName: "cache.ns.svc"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	first := serve("first")
+	for range 2 {
+		if got := served(); got != first {
+			t.Fatalf("served %s, want %s", got, first)
+		}
+	}
+	second := serve("the second, rotated in")
+	if got := served(); got != second {
+		t.Errorf("served %s after the rotation, want %s", got, second)
+	}
+}
