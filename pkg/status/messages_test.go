@@ -115,3 +115,18 @@ func TestAvailableCountsSlotsAndTheReplacedDeploymentApart(t *testing.T) {
 	c := available(mc(3), Observation{StatefulSet: statefulSet(3, 3, 1, 1, 2), Replaced: oldDeployment(2), Replacing: "x"})
 	NewWithT(t).Expect(c.Message).To(HavePrefix("1 of 3 slots ready; 2 pods of Deployment cache serve"))
 }
+
+// A membership ConfigMap that is not the Memcached's is named by its own
+// name, not the Memcached's.
+func TestAForeignMembershipIsNamedByItsName(t *testing.T) {
+	r := rolloutOf(mc(3), Observation{StatefulSet: rolling, NotOwned: []owned.Kind{owned.KindConfigMap}})
+	g := NewWithT(t)
+	g.Expect(r.reason).To(Equal(cachev1alpha1.ReasonConfigMapNotOwned))
+	g.Expect(r.message).To(ContainSubstring("ConfigMap cache-membership"))
+}
+
+// A replaced Deployment with no pod left that serves is not counted.
+func TestAReplacedDeploymentWithNoPodServingIsNotCounted(t *testing.T) {
+	c := available(mc(3), Observation{StatefulSet: statefulSet(3, 3, 1, 1, 2), Replaced: oldDeployment(0), Replacing: "x"})
+	NewWithT(t).Expect(c.Message).To(HavePrefix("1 of 3 pods ready"))
+}
