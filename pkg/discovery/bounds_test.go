@@ -45,6 +45,9 @@ func TestAMembershipOfTheLargestSizeIsRead(t *testing.T) {
 	}
 	_, err = Ask(&readWriter{Reader: strings.NewReader("CONFIG cluster 0 -1\r\n")})
 	g.Expect(err).To(MatchError(ContainSubstring("announced -1 bytes")))
+	// An empty answer is read, and is no membership.
+	_, err = Ask(&readWriter{Reader: strings.NewReader("CONFIG cluster 0 0\r\n\r\nEND\r\n")})
+	g.Expect(err).To(MatchError(ContainSubstring("no line of nodes")))
 }
 
 // readWriter answers from Reader and takes what is written.
