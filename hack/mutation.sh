@@ -12,6 +12,10 @@ export CGO_ENABLED=0
 # result would make that a few milliseconds, and every mutant time out.
 export GOFLAGS="${GOFLAGS:+${GOFLAGS} }-count=1"
 threshold=${MUTATION_EFFICACY:-85}
+# gremlins kills the test binary of a mutant that runs past its time, not
+# the memcached the test started: those are stopped after each package.
+stop_left() { pkill -f "memcached.*/gremlins-" || true; }
+trap stop_left EXIT
 out=bin/mutation
 mkdir -p "${out}"
 failed=()
@@ -25,6 +29,7 @@ for name in "$@"; do
   [[ ${name} == move || ${name} == warm || ${name} == reload ]] && workers=1
   bin/gremlins unleash --silent --tags "${tags}" --workers "${workers}" --timeout-coefficient 5 \
     -o "${out}/${name}.json" "./pkg/${name}" >/dev/null || true
+  stop_left
   python3 - "${out}/${name}.json" "${name}" "$((SECONDS - start))" "${threshold}" <<'PY' || failed+=("${name}")
 import json, sys
 path, name, took, threshold = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
