@@ -59,17 +59,18 @@ type PodField struct {
 
 // The names of PodFields.
 const (
-	FieldShape            = "the pod's shape"
-	FieldMemoryVolume     = "memcached's memory volume"
-	FieldResources        = "memcached's CPU and memory"
-	FieldContainers       = "the containers"
-	FieldMemcachedImage   = "memcached's image"
-	FieldOtherImages      = "the other containers' images"
-	FieldSettings         = "memcached's settings"
-	FieldMetadata         = "labels and annotations"
-	FieldRevision         = "the revision label"
-	FieldToldContent      = "what the pod is told"
-	fieldsReplacedMessage = "the change is more than images, labels, annotations, settings memcached takes in its container, a memory limit its memory volume holds and resources"
+	FieldShape          = "the pod's shape"
+	FieldMemoryVolume   = "memcached's memory volume"
+	FieldResources      = "memcached's CPU and memory"
+	FieldContainers     = "the containers"
+	FieldMemcachedImage = "memcached's image"
+	FieldOtherImages    = "the other containers' images"
+	FieldSettings       = "memcached's settings"
+	FieldMetadata       = "labels and annotations"
+	FieldRevision       = "the revision label"
+	FieldToldContent    = "what the pod is told"
+	// ShapeChangedMessage is why a pod whose shape changed is replaced.
+	ShapeChangedMessage = "the change is more than images, labels, annotations, settings memcached takes in its container, a memory limit its memory volume holds and resources"
 )
 
 // PodFields are the fields the operator sets on a pod, in the order a
@@ -146,7 +147,7 @@ func Changed(changes []Change, field string) bool {
 
 func diffShape(p *Pod, t *corev1ac.PodTemplateSpecApplyConfiguration) (bool, Cost, string) {
 	changed := p.Shape == "" || p.Shape != t.Annotations[desired.AnnotationPodShape]
-	return changed, Replacement, fieldsReplacedMessage
+	return changed, Replacement, ShapeChangedMessage
 }
 
 // diffMemoryVolume: p's memory volume must hold the memory limit of

@@ -9,6 +9,7 @@ package podlog
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"iter"
 	"log/slog"
@@ -20,7 +21,7 @@ import (
 // "msg", its attributes r's other fields as their tags name them.
 func Write(log *slog.Logger, level slog.Level, r any) {
 	msg, attrs := attrsOf(r)
-	log.Log(nil, level, msg, attrs...) //nolint:staticcheck // no context: the pod-side processes log without one
+	log.Log(context.Background(), level, msg, attrs...)
 }
 
 // attrsOf is r's "msg" and its other fields, as slog attributes in the

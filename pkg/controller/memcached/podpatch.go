@@ -68,9 +68,6 @@ func jsonPointerEscape(key string) string {
 // replacePod deletes p, which its StatefulSet's controller makes anew from
 // the template: its cache starts empty.
 func (s *scope) replacePod(ctx context.Context, p *owned.Pod, why string) error {
-	if why == "" {
-		why = "the change is more than images, labels, annotations, settings memcached keeps and resources, which needs a new pod"
-	}
 	ctrl.LoggerFrom(ctx).Info("Replacing a pod", "pod", p.Name, "why", why)
 	uid := p.UID
 	err := s.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}, client.Preconditions{UID: &uid})

@@ -160,7 +160,7 @@ func rollingNote(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfigura
 		notes = append(notes, fmt.Sprintf("%d pods to change in place with memcached restarting empty: %s changes, which it keeps no item across", empty, strings.Join(emptiedBy, ", or ")))
 	}
 	if replaced > 0 {
-		notes = append(notes, fmt.Sprintf("%d pods to replace, each starting with an empty cache: the change is more than images, labels, annotations, settings memcached takes in its container, a memory limit its memory volume holds and resources", replaced))
+		notes = append(notes, fmt.Sprintf("%d pods to replace, each starting with an empty cache: %s", replaced, owned.ShapeChangedMessage))
 	}
 	if waiting != "" {
 		notes = append(notes, waiting)
