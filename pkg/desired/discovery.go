@@ -195,6 +195,6 @@ func membershipVolumeOf(m *cachev1alpha1.Memcached) *corev1ac.VolumeApplyConfigu
 			corev1ac.VolumeProjection().WithDownwardAPI(corev1ac.DownwardAPIProjection().
 				WithItems(corev1ac.DownwardAPIVolumeFile().
 					WithPath(discovery.SealFile).
-					WithFieldRef(corev1ac.ObjectFieldSelector().
+					WithFieldRef(corev1ac.ObjectFieldSelector().WithAPIVersion("v1").
 						WithFieldPath("metadata.annotations['"+AnnotationMembershipSeal+"']"))))))
 }

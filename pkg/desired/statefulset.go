@@ -150,6 +150,7 @@ func podShape(template *corev1ac.PodTemplateSpecApplyConfiguration) string {
 	spec.Containers = withoutInPlace(spec.Containers)
 	spec.Volumes = slices.Clone(spec.Volumes)
 	for i, v := range spec.Volumes {
+		spec.Volumes[i] = withoutFieldRefAPIVersion(v)
 		if v.Name != nil && *v.Name == MemoryVolumeName && v.EmptyDir != nil {
 			dir := *v.EmptyDir
 			dir.SizeLimit = nil
@@ -163,6 +164,42 @@ func podShape(template *corev1ac.PodTemplateSpecApplyConfiguration) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// withoutFieldRefAPIVersion is v with its downward API files' field
+// references hashed as the shapes of pods made before the operator set
+// their apiVersion (the apiserver's default, v1, which it then owns) hash
+// them: without it, so that setting it replaces no pod.
+func withoutFieldRefAPIVersion(v corev1ac.VolumeApplyConfiguration) corev1ac.VolumeApplyConfiguration {
+	files := func(items []corev1ac.DownwardAPIVolumeFileApplyConfiguration) []corev1ac.DownwardAPIVolumeFileApplyConfiguration {
+		out := slices.Clone(items)
+		for i, f := range out {
+			if f.FieldRef != nil {
+				ref := *f.FieldRef
+				ref.APIVersion = nil
+				out[i].FieldRef = &ref
+			}
+		}
+		return out
+	}
+	if v.DownwardAPI != nil {
+		d := *v.DownwardAPI
+		d.Items = files(d.Items)
+		v.DownwardAPI = &d
+	}
+	if v.Projected != nil {
+		p := *v.Projected
+		p.Sources = slices.Clone(p.Sources)
+		for i, src := range p.Sources {
+			if src.DownwardAPI != nil {
+				d := *src.DownwardAPI
+				d.Items = files(d.Items)
+				p.Sources[i].DownwardAPI = &d
+			}
+		}
+		v.Projected = &p
+	}
+	return v
 }
 
 // withoutInPlace are cs without what a pod's containers can take in

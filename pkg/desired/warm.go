@@ -115,7 +115,7 @@ func warmVolumes(m *cachev1alpha1.Memcached) []*corev1ac.VolumeApplyConfiguratio
 		corev1ac.Volume().WithName(settingsVolume).WithDownwardAPI(corev1ac.DownwardAPIVolumeSource().
 			WithItems(corev1ac.DownwardAPIVolumeFile().
 				WithPath(settingsFile).
-				WithFieldRef(corev1ac.ObjectFieldSelector().
+				WithFieldRef(corev1ac.ObjectFieldSelector().WithAPIVersion("v1").
 					WithFieldPath("metadata.annotations['" + AnnotationMemcachedSettings + "']")))),
 	}
 }

@@ -175,6 +175,9 @@ func (s *scope) learnNotKept(ctx context.Context, k ownedKind, current *owned.Su
 	if err != nil {
 		return err
 	}
+	if len(fields) == 0 {
+		return s.learnDefaulted(ctx, k, live, sent)
+	}
 	ctrl.LoggerFrom(ctx).Info("The apiserver keeps the object otherwise than applied", "kind", k.Kind, "fieldsNotKept", fields)
 	fieldsNotKept.WithLabelValues(string(k.Kind)).Inc()
 	s.Recorder.Eventf(s.m, current, corev1.EventTypeWarning, eventFieldsNotKept, "Apply",
@@ -191,4 +194,23 @@ func summaryOfAnswer(k ownedKind, want runtime.ApplyConfiguration) (*owned.Summa
 		return nil, err
 	}
 	return owned.SummarizeAnswer(obj)
+}
+
+// learnDefaulted follows an apply whose every value the apiserver kept,
+// though what the operator owns differs from what it sent: the apiserver
+// set defaults within the fields the operator applies, and gave it their
+// ownership. They are named in the log, for the builder to set them as
+// the apiserver does; the store has learned the digest, and no event is
+// recorded: nothing the user asked for lacks its effect.
+func (s *scope) learnDefaulted(ctx context.Context, k ownedKind, live client.Object, sent json.RawMessage) error {
+	have, err := k.Extract(live, s.Schemas)
+	if err != nil {
+		return err
+	}
+	defaulted, err := owned.FieldsNotKept(have, sent)
+	if err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("The apiserver set defaults within the fields the operator applies", "kind", k.Kind, "fieldsDefaulted", defaulted)
+	return nil
 }
