@@ -42,6 +42,10 @@ type Store struct {
 	// apiserver records for an apply of the operator, and the apply's own.
 	keptMu sync.Mutex
 	kept   map[types.UID]keptAs
+	// patched are the pods the controller patched that the pod informers
+	// may not have shown yet, by UID.
+	patchedMu sync.Mutex
+	patched   map[types.UID]patched
 }
 
 // NewStore returns a Store of the objects labelled with selector in
@@ -74,6 +78,7 @@ func NewStore(cfg *rest.Config, hc *http.Client, namespaces []string, selector, 
 		others:    map[Kind]map[string]toolscache.SharedIndexInformer{},
 		applied:   map[appliedKey]applied{},
 		kept:      map[types.UID]keptAs{},
+		patched:   map[types.UID]patched{},
 	}
 	summarize := func(obj any) (any, error) {
 		o, ok := obj.(client.Object)

@@ -17,6 +17,7 @@ func storeWithoutWatch() (*Store, toolscache.Indexer) {
 		informers: map[Kind]map[string]toolscache.SharedIndexInformer{},
 		applied:   map[appliedKey]applied{},
 		kept:      map[types.UID]keptAs{},
+		patched:   map[types.UID]patched{},
 	}
 	inf := newInformer(&toolscache.ListWatch{}, &Summary{}, "test", 0, nil)
 	s.add(s.informers, KindDeployment, metav1.NamespaceAll, inf)

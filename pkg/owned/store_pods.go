@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -50,7 +52,9 @@ func newPodInformer(core rest.Interface, ns string, selector labels.Selector) to
 }
 
 // Pods returns the summaries of the pods in namespace that the
-// StatefulSet of UID controller controls.
+// StatefulSet of UID controller controls: as the store's watch shows them,
+// or as the operator's last patch of one made it while the watch has not
+// shown that yet (RememberPatched).
 func (s *Store) Pods(namespace string, controller types.UID) ([]*Pod, error) {
 	inf, ok := s.informers[kindPod][namespace]
 	if !ok {
@@ -66,11 +70,52 @@ func (s *Store) Pods(namespace string, controller types.UID) ([]*Pod, error) {
 	pods := make([]*Pod, 0, len(items))
 	for _, item := range items {
 		if p, ok := item.(*Pod); ok {
-			pods = append(pods, p)
+			pods = append(pods, s.unseenPatch(p))
 		}
 	}
 	slices.SortFunc(pods, func(a, b *Pod) int { return strings.Compare(a.Name, b.Name) })
 	return pods, nil
+}
+
+// patched is the apiserver's answer to a patch of a pod by the operator
+// that the store's watch has not shown yet.
+type patched struct {
+	pod *Pod
+	at  time.Time
+}
+
+// RememberPatched records answer, the apiserver's answer to the operator's
+// patch of a pod. Until the store's watch shows the pod at that version or
+// a later one, Pods gives its summary in the watch's stead: a reconcile
+// that a watch event starts in between sees what the patch made, and does
+// not send it again.
+func (s *Store) RememberPatched(answer *corev1.Pod) {
+	now := time.Now()
+	s.patchedMu.Lock()
+	defer s.patchedMu.Unlock()
+	for k, v := range s.patched {
+		if now.Sub(v.at) > appliedMemory {
+			delete(s.patched, k)
+		}
+	}
+	s.patched[answer.UID] = patched{pod: SummarizePod(answer), at: now}
+}
+
+// unseenPatch is p, the watch's summary of a pod, or the answer to the
+// operator's patch of it while the watch shows a version before that.
+func (s *Store) unseenPatch(p *Pod) *Pod {
+	s.patchedMu.Lock()
+	defer s.patchedMu.Unlock()
+	rec, ok := s.patched[p.UID]
+	if !ok {
+		return p
+	}
+	c, err := resourceversion.CompareResourceVersion(p.ResourceVersion, rec.pod.ResourceVersion)
+	if err != nil || c >= 0 || time.Since(rec.at) > appliedMemory {
+		delete(s.patched, p.UID)
+		return p
+	}
+	return rec.pod
 }
 
 // PodSources are the controller's watches of the Memcacheds' pods, one per

@@ -125,6 +125,8 @@ func tellPods(ctx context.Context, s *scope) (ctrl.Result, error) {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 		err = s.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(owned.FieldManager))
 		switch {
+		case err == nil:
+			s.Owned.RememberPatched(pod)
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err), apierrors.IsInvalid(err):
 			// Gone or replaced: its successor mounts the new content.
 		case err != nil:
