@@ -141,9 +141,11 @@ func containerIndex(p *owned.Pod, name string) int {
 // (pods/resize), and says why it cannot be when the apiserver refuses:
 // a cluster without the subresource (before 1.33), a node whose kubelet
 // does not resize, a resize that would change the pod's QoS class or
-// lower a memory limit where that is not allowed.
+// lower a memory limit where that is not allowed. Like every patch of a
+// pod the operator sends, it is of p, not of a successor of p's name.
 func (s *scope) resizePod(ctx context.Context, p *owned.Pod, st step) (string, error) {
 	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": p.UID},
 		{"op": "test", "path": fmt.Sprintf("/spec/containers/%d/name", st.resize.index), "value": desired.ContainerName},
 		{"op": "add", "path": fmt.Sprintf("/spec/containers/%d/resources", st.resize.index), "value": st.resize.resources},
 	})
@@ -157,6 +159,10 @@ func (s *scope) resizePod(ctx context.Context, p *owned.Pod, st step) (string, e
 		ctrl.LoggerFrom(ctx).Info("Resizing memcached's container in place", "pod", p.Name)
 		s.podEvent(p, corev1.EventTypeNormal, eventResizingInPlace, "Resize",
 			"Pod %s: memcached's container is resized in place, with no restart", p.Name)
+		return "", nil
+	case failedTest(err):
+		// Replaced meanwhile: its successor is made from the template.
+		s.podPatchLetGo = true
 		return "", nil
 	case apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err) || apierrors.IsBadRequest(err):
 		return "the cluster cannot resize it in place: " + err.Error(), nil
