@@ -81,10 +81,14 @@ func (l ClientsetLogs) Read(ctx context.Context, namespace, pod string, opts *co
 }
 
 // reconcileRollout is the rollout's phase: one step of bringing the pods
-// of a StatefulSet the operator rolls to its update revision.
+// of a StatefulSet the operator rolls to its update revision. While the
+// StatefulSet replaces a Deployment, which serves meanwhile, only its pods
+// that are not ready are: the Deployment goes once every slot is ready,
+// which a slot that cannot start on an outdated template (one held by a
+// node selector no node matched, say) would never be.
 func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 	set, want := s.obs.StatefulSet, s.desiredSet
-	if set == nil || want == nil || !set.OnDelete || s.replacing {
+	if set == nil || want == nil || !set.OnDelete {
 		return ctrl.Result{}, nil
 	}
 	st := set.Status
@@ -105,7 +109,7 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 			return ctrl.Result{}, err
 		}
 	}
-	if len(notReadyOutdated) > 0 || len(outdated) == 0 {
+	if len(notReadyOutdated) > 0 || len(outdated) == 0 || s.replacing {
 		return s.requeueIfPatchLetGo(result), nil
 	}
 	if waiting != "" || int32(len(slots)) < replicas {
