@@ -411,7 +411,7 @@ func lifecycle(t *testing.T) string {
 	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"tls":{"secretName":"cache-tls"}}}`)))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), dep)).To(Succeed())
-		g.Expect(dep.Spec.Template.Annotations).To(HaveKey(desired.AnnotationTLSDigest))
+		g.Expect(dep.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "cache-tls")))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	waitFor(3)
 	// Drift: a person scales the StatefulSet; the operator restores it.

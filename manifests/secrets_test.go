@@ -20,7 +20,6 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/testsupport/testcerts"
 	"github.com/example/memcached-operator/internal/testsupport/testenv"
-	"github.com/example/memcached-operator/pkg/desired"
 )
 
 // The operator reads only the Secrets that Memcacheds name: it runs with
@@ -97,7 +96,7 @@ func TestOperatorReadsOnlyTheSecretsMemcachedsName(t *testing.T) {
 		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, cachev1alpha1.ConditionAvailable)).To(BeTrue())
 		dep := &appsv1.StatefulSet{}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), dep)).To(Succeed())
-		g.Expect(dep.Spec.Template.Annotations).To(HaveKey(desired.AnnotationTLSDigest))
+		g.Expect(dep.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "cache-tls")), "made once the Secret was read and found fit")
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 
 	// A Secret outside its grant is reported, not fatal.

@@ -16,7 +16,7 @@ type phase struct {
 	name     string
 	wall     time.Duration
 	requests map[string]int // "verb resource" -> count
-	writes   int            // create/update/patch/delete of anything but events: StatefulSets, Deployments, Services, PodDisruptionBudgets, NetworkPolicies, ServiceMonitors, Memcacheds
+	writes   int            // create/update/patch/delete of anything but events: the objects the operator makes, the Memcacheds' status, pods (the membership they are told of, a rollout's steps)
 	events   int            // event writes
 	conflict int
 	cpu      float64

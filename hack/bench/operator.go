@@ -16,6 +16,7 @@ import (
 	"github.com/example/memcached-operator/internal/testsupport/hostoperator"
 	"github.com/example/memcached-operator/internal/testsupport/proc"
 	"github.com/example/memcached-operator/internal/testsupport/repo"
+	"github.com/example/memcached-operator/internal/testsupport/testenv"
 	"github.com/example/memcached-operator/pkg/desired"
 )
 
@@ -32,7 +33,11 @@ func startOperator(cfg config, kubeconfig string) (*operatorProcess, error) {
 		Kubeconfig: kubeconfig,
 		Pprof:      cfg.profile,
 		Metrics:    true, // the bench reads the operator's queue and reconcile times
-		Args: append([]string{"--sync-period", cfg.syncPeriod.String(), "--memcached-image", desired.DefaultImage, "--zap-log-level=error"},
+		// As it ships: the pods run the reloader, the discovery endpoint
+		// and the warm runner from the operator's image, and the operator
+		// tells them of a new membership (pod patches the bench counts).
+		Args: append([]string{"--sync-period", cfg.syncPeriod.String(), "--memcached-image", desired.DefaultImage,
+			"--reloader-image", testenv.ReloaderImage, "--zap-log-level=error"},
 			cfg.operatorArgs...),
 		Output: os.Stderr,
 	}

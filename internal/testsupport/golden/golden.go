@@ -20,6 +20,7 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/testsupport/fuzzspec"
 	"github.com/example/memcached-operator/internal/testsupport/repo"
+	"github.com/example/memcached-operator/internal/testsupport/testenv"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
 )
@@ -97,7 +98,7 @@ func Memcached(name string) *cachev1alpha1.Memcached {
 // order: StatefulSet, Service, PodDisruptionBudget (when m has one),
 // ServiceMonitor (when monitored), NetworkPolicy (when m asks for one).
 func Render(m *cachev1alpha1.Memcached) ([]byte, error) {
-	images := desired.Images{Memcached: desired.DefaultImage, Exporter: desired.DefaultExporterImage, Reloader: "memcached-operator:latest"}
+	images := desired.Images{Memcached: desired.DefaultImage, Exporter: desired.DefaultExporterImage, Reloader: testenv.ReloaderImage}
 	digests := desired.SecretDigests{TLS: "sha256:tls-content", Auth: "sha256:auth-content"}
 	objs := fuzzspec.Objects(m, images, digests)
 	var out bytes.Buffer

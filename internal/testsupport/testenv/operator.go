@@ -32,8 +32,14 @@ func SetLogger() {
 // DefaultImage is the memcached image of the operators tests start.
 const DefaultImage = desired.DefaultImage
 
+// ReloaderImage is the operator's image of the operators tests start: as in
+// production, which passes the operator's own image, the pods run the
+// reloader, the discovery endpoint and the warm runner, and the operator
+// tells them of a new membership or new Secret content.
+const ReloaderImage = "memcached-operator:latest"
+
 // Images are the default images of the operators tests start.
-var Images = desired.Images{Memcached: DefaultImage, Exporter: desired.DefaultExporterImage}
+var Images = desired.Images{Memcached: DefaultImage, Exporter: desired.DefaultExporterImage, Reloader: ReloaderImage}
 
 // OperatorOptions tune an operator started by StartOperator.
 type OperatorOptions struct {

@@ -20,7 +20,8 @@ type Request struct {
 	Watch       bool
 	Code        int
 	// Body is the body of a DELETE (its options: preconditions,
-	// propagation); empty for other methods.
+	// propagation) or of a PATCH other than an apply (the patch); empty
+	// for other requests.
 	Body string
 }
 
@@ -100,7 +101,7 @@ func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		ContentType: req.Header.Get("Content-Type"),
 		Watch:       req.URL.Query().Get("watch") == "true" || req.URL.Query().Get("watch") == "1",
 	}
-	if req.Method == http.MethodDelete && req.GetBody != nil {
+	if (req.Method == http.MethodDelete || (req.Method == http.MethodPatch && !r.IsApply())) && req.GetBody != nil {
 		if body, err := req.GetBody(); err == nil {
 			raw, _ := io.ReadAll(body)
 			r.Body = string(raw)

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/testsupport/podtemplate"
 	"github.com/example/memcached-operator/internal/testsupport/testenv"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
@@ -54,7 +55,7 @@ func TestStatefulSetIsCreatedWithOwnerAndOurFieldManagerOnly(t *testing.T) {
 		g.Expect(c.Message).NotTo(BeEmpty())
 		g.Expect(c.ObservedGeneration).To(Equal(m.Generation))
 	}
-	g.Expect(events(t, ns, "cache", "Created")).To(ConsistOf(HaveField("Note", "Created StatefulSet cache with 2 replicas; created Service cache; created PodDisruptionBudget cache")),
+	g.Expect(events(t, ns, "cache", "Created")).To(ConsistOf(HaveField("Note", "Created StatefulSet cache with 2 replicas; created Service cache; created PodDisruptionBudget cache; created ConfigMap cache-membership")),
 		"one event for everything one reconcile created")
 }
 
@@ -114,7 +115,7 @@ func TestRemovingOptionalFieldRemovesItFromStatefulSet(t *testing.T) {
 	})
 	_, dep := converged(t, m)
 	g.Expect(dep.Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String()).To(Equal("128Mi"))
-	g.Expect(dep.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--threads=2"))
+	g.Expect(podtemplate.MemcachedFlags(dep.Spec.Template)).To(ContainElement("--threads=2"))
 
 	// Another manager owns an annotation on the pod template: it stays.
 	foreign := appsv1ac.StatefulSet("cache", ns).WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(
@@ -125,9 +126,8 @@ func TestRemovingOptionalFieldRemovesItFromStatefulSet(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &appsv1.StatefulSet{}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(dep), got)).To(Succeed())
-		c := got.Spec.Template.Spec.Containers[0]
-		g.Expect(c.Resources.Limits).To(BeEmpty())
-		g.Expect(c.Command).NotTo(ContainElement("--threads=2"))
+		g.Expect(got.Spec.Template.Spec.Containers[0].Resources.Limits).To(BeEmpty())
+		g.Expect(podtemplate.MemcachedFlags(got.Spec.Template)).NotTo(ContainElement("--threads=2"))
 		g.Expect(got.Spec.Template.Annotations).To(HaveKeyWithValue("example.com/restartedAt", "now"))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 }
@@ -168,24 +168,30 @@ func TestDeletedStatefulSetIsRecreated(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, k8s)
-	// One pod: no budget, whose status the deletion changes too (which
-	// would reconcile the Memcached as well).
-	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)})
-	_, dep := converged(t, m)
+	// No pod: no pod's deletion by the garbage collector, no budget's
+	// status change, reconciles the Memcached as well. The StatefulSet's
+	// deletion event alone is left to bring it back (no resync runs
+	// within the test).
+	m := newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](0)})
+	dep := &appsv1.StatefulSet{}
+	g.Eventually(func(g Gomega) {
+		got := &cachev1alpha1.Memcached{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), got)).To(Succeed())
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), dep)).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 
 	// Deleted within a minute of its creation, while the store would still
 	// remember creating it if its watch had not made it forget: the
 	// deletion's event recreates it, well before that memory would lapse.
-	// Once the rollout's own events are handled: the deletion's event
-	// alone is left to bring it back (no resync runs within the test).
+	// Once the creation's own events are handled.
 	time.Sleep(2 * time.Second)
 	g.Expect(k8s.Delete(ctx, dep)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		got := &appsv1.StatefulSet{}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(dep), got)).To(Succeed())
-		g.Expect(got.UID).NotTo(Equal(dep.UID), "a new Deployment")
+		g.Expect(got.UID).NotTo(Equal(dep.UID), "a new StatefulSet")
 	}).WithTimeout(atOnce).WithPolling(poll).Should(Succeed())
-	converged(t, m)
 }
 
 // The operator no longer reads a Memcached before creating its objects, to

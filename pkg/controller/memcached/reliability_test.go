@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/testsupport/podtemplate"
 	"github.com/example/memcached-operator/internal/testsupport/repo"
 	"github.com/example/memcached-operator/internal/testsupport/testenv"
 )
@@ -55,7 +56,7 @@ func TestNoStatusIsWrittenUntilTheDeploymentControllerReports(t *testing.T) {
 	dep := &appsv1.StatefulSet{}
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), dep)).To(Succeed())
-		g.Expect(dep.Spec.Template.Spec.Containers[0].Command).To(ContainElement("--threads=3"))
+		g.Expect(podtemplate.MemcachedFlags(dep.Spec.Template)).To(ContainElement("--threads=3"))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the operator applies the change")
 	g.Expect(dep.Status.ObservedGeneration).To(BeNumerically("<", dep.Generation), "the Deployment controller is held")
 
@@ -114,22 +115,25 @@ func TestRefusedDeploymentIsReportedAndNotRetried(t *testing.T) {
 			g.Expect(events(t, ns, "cache", "ApplyRejected")).NotTo(BeEmpty())
 		}
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	if !templatesValidated {
-		g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"resources":{"requests":{"cpu":"1"}}}}`)))).To(Succeed())
-		converged(t, m)
-		return
-	}
 
 	// One event (a change of the Service that is not the operator's
 	// business) reconciles it again: one more apply, refused, and no
 	// retry. A retry with the controller's backoff (5 ms, doubling) would
 	// send about ten in the window. (One more may be under way at the
-	// mark: the Service's creation reconciles it too.)
+	// mark: the Service's creation reconciles it too.) Before 1.34 the
+	// apiserver took the StatefulSet, whose pods it refuses: there is
+	// nothing to apply again, and nothing is retried either.
+	fewest := 1
+	if !templatesValidated {
+		fewest = 0
+	}
 	mark := requests.Mark()
 	nudge(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"}})
 	time.Sleep(window)
 	applies := requests.Since(mark, testenv.PathContains("/namespaces/"+ns+"/statefulsets/cache"), func(r testenv.Request) bool { return r.IsApply() })
-	g.Expect(len(applies)).To(And(BeNumerically(">=", 1), BeNumerically("<=", 2)), "the event's reconcile, no hot retry: %v", applies)
+	g.Expect(len(applies)).To(And(BeNumerically(">=", fewest), BeNumerically("<=", fewest+1)), "the event's reconcile, no hot retry: %v", applies)
+	statusWrites := requests.Since(mark, testenv.PathContains("/namespaces/"+ns+"/memcacheds/cache/status"), testenv.Wrote)
+	g.Expect(len(statusWrites)).To(BeNumerically("<=", 1), "no status written again and again: %v", statusWrites)
 
 	// The spec fixed, the StatefulSet follows.
 	g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"resources":{"requests":{"cpu":"1"}}}}`)))).To(Succeed())

@@ -154,18 +154,26 @@ func TestOnlyAppliesAreWritten(t *testing.T) {
 	}
 }
 
-// writesOtherThanApplies are the writes among rs that are neither a
-// server-side apply nor a delete with a UID precondition of an object the
-// operator owns, nor an event: what the operator must never send. A delete's
-// body is DeleteOptions, in protobuf: its one UID is the precondition's.
+// writesOtherThanApplies are the writes among rs that the operator must
+// never send: anything but a server-side apply, an event, a delete with a
+// UID precondition of an object the operator owns or of one of its pods,
+// and a patch of a pod that names the pod's UID (the membership, the seal
+// and the Secrets' digest it is told of, as a merge patch) or tests it
+// (the rollout's in-place steps and resizes, as a JSON patch). A delete's body is
+// DeleteOptions, in protobuf: its one UID is the precondition's.
 func writesOtherThanApplies(rs []testenv.Request) []testenv.Request {
 	uid := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
-	deletable := regexp.MustCompile(`/(poddisruptionbudgets|servicemonitors|networkpolicies|deployments)/[^/]+$`)
+	deletable := regexp.MustCompile(`/(poddisruptionbudgets|servicemonitors|networkpolicies|deployments|pods)/[^/]+$`)
+	pod := regexp.MustCompile(`/namespaces/[^/]+/pods/[^/]+(/resize)?$`)
+	mergeNamingUID := regexp.MustCompile(`^\{"metadata":\{.*"uid":"` + uid.String() + `"`)
+	jsonTestingUID := regexp.MustCompile(`\{"op":"test","path":"/metadata/uid","value":"` + uid.String() + `"\}`)
 	var bad []testenv.Request
 	for _, r := range rs {
 		switch {
 		case r.Method == http.MethodGet, strings.Contains(r.Path, "/events"), r.IsApply():
 		case r.Method == http.MethodDelete && deletable.MatchString(r.Path) && strings.Contains(r.Body, "DeleteOptions") && uid.MatchString(r.Body):
+		case r.Method == http.MethodPatch && pod.MatchString(r.Path) && strings.HasPrefix(r.ContentType, "application/merge-patch") && mergeNamingUID.MatchString(r.Body):
+		case r.Method == http.MethodPatch && pod.MatchString(r.Path) && strings.HasPrefix(r.ContentType, "application/json-patch") && jsonTestingUID.MatchString(r.Body):
 		default:
 			bad = append(bad, r)
 		}
@@ -179,32 +187,55 @@ func TestCreateAndScaleReadNothing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := testenv.Namespace(t, k8s)
-	// Each step costs its applies, its event and one status write: the
-	// Deployment controller's reports on a rollout that ends within
-	// the status package's report timeout are not written one by one.
-	step := func(name string, do func(), wantWrites int) {
+	// Each step costs its applies, its events, its pod patches and one
+	// status write: the StatefulSet controller's reports on a rollout that
+	// ends within the status package's report timeout are not written one
+	// by one.
+	step := func(name string, do func(), want ...string) {
 		t.Helper()
 		mark := requests.Mark()
 		do()
 		all := requests.Since(mark, inNamespace(ns), testenv.NotWatch)
-		t.Logf("%s: %d requests: %v", name, len(all), all)
-		reads := requests.Since(mark, inNamespace(ns), testenv.NotWatch, func(r testenv.Request) bool { return r.Method == http.MethodGet })
-		g.Expect(reads).To(BeEmpty(), name)
-		statusWrites := requests.Since(mark, inNamespace(ns), testenv.NotWatch, func(r testenv.Request) bool { return strings.HasSuffix(r.Path, "/status") })
-		g.Expect(statusWrites).To(HaveLen(1), "%s: one status write", name)
-		g.Expect(all).To(HaveLen(wantWrites), name)
+		var sent []string
+		for _, r := range all {
+			sent = append(sent, verbAndResource(r))
+			t.Logf("%s: %s %s", name, r, r.Body)
+		}
+		g.Expect(sent).To(ConsistOf(want), name)
 	}
 	m := &cachev1alpha1.Memcached{}
-	// The Deployment, the Service, the status, the Created event.
 	step("create", func() {
 		m = newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)})
 		converged(t, m)
-	}, 4)
-	// The Deployment, the PodDisruptionBudget, the status, the Scaled event.
+	},
+		"apply statefulsets", "apply services", "create events", // Created
+		// The membership: none yet, then the pod once it has an address,
+		// which is told of it, with an event.
+		"apply configmaps", "apply configmaps", "patch pods", "create events",
+		"apply memcacheds/status")
 	step("scale 1 -> 2", func() {
 		g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
 		converged(t, m)
-	}, 4)
+	},
+		"apply statefulsets", "apply poddisruptionbudgets", "create events", // Scaled
+		"apply configmaps", "patch pods", "patch pods", "create events",
+		"apply memcacheds/status")
+}
+
+// verbAndResource is what r did to what, in short: "apply statefulsets",
+// "patch pods", "create events", "get secrets", "apply memcacheds/status".
+func verbAndResource(r testenv.Request) string {
+	verb := map[string]string{http.MethodGet: "get", http.MethodPost: "create", http.MethodPut: "update", http.MethodPatch: "patch", http.MethodDelete: "delete"}[r.Method]
+	if r.IsApply() {
+		verb = "apply"
+	}
+	parts := strings.Split(r.Path, "/")
+	for i, p := range parts {
+		if p == "namespaces" && i+2 < len(parts) {
+			return verb + " " + strings.Join(append([]string{parts[i+2]}, parts[min(i+4, len(parts)):]...), "/")
+		}
+	}
+	return verb + " " + r.Path
 }
 
 func TestConcurrentStatusAndScaleWritersLoseNoUpdate(t *testing.T) {

@@ -45,8 +45,9 @@ func heldFor(t *testing.T, m *cachev1alpha1.Memcached, reason, message string) *
 }
 
 // A Memcached whose Secrets are missing or unusable gets no pods that could
-// not start, says why, and recovers as soon as they are fixed; new content
-// rolls the pods, other keys' changes do not; a converged Memcached with
+// not start, says why, and recovers as soon as they are fixed; each pod is
+// told of new content once, and nothing rolls (the reloader loads it in
+// place); other keys' changes tell no pod; a converged Memcached with
 // Secrets costs nothing; and Secrets are read one by one, by name.
 func TestSecretsGateAndRollThePods(t *testing.T) {
 	g := NewWithT(t)
@@ -64,9 +65,9 @@ func TestSecretsGateAndRollThePods(t *testing.T) {
 	g.Expect(k8s.Update(ctx, users)).To(Succeed())
 	_, dep := converged(t, m)
 	tmpl := dep.Spec.Template
-	g.Expect(tmpl.Annotations).To(HaveKey(desired.AnnotationTLSDigest))
-	g.Expect(tmpl.Annotations).To(HaveKey(desired.AnnotationAuthDigest))
-	g.Expect(tmpl.Spec.Volumes).To(ConsistOf(
+	g.Expect(tmpl.Annotations).NotTo(HaveKey(desired.AnnotationTLSDigest), "the content is loaded in place, not rolled out")
+	g.Expect(tmpl.Annotations).NotTo(HaveKey(desired.AnnotationAuthDigest))
+	g.Expect(tmpl.Spec.Volumes).To(ContainElements(
 		HaveField("Secret.SecretName", "cache-tls"),
 		HaveField("Secret.SecretName", "cache-users"),
 	))
@@ -75,7 +76,7 @@ func TestSecretsGateAndRollThePods(t *testing.T) {
 	expectSecretsReadByName(t, ns, mark)
 	expectNothingSentAtRest(t, ns, dep)
 
-	renewed := expectOnlyNewContentRollsThePods(t, m, ca, tlsSecret, dep)
+	renewed := expectOnlyNewContentReachesThePods(t, m, ca, tlsSecret, dep)
 
 	// A key that does not match its certificate: the Deployment is held
 	// as it is, and keeps serving.
@@ -166,32 +167,55 @@ func expectNothingSentAtRest(t *testing.T, ns string, dep *appsv1.StatefulSet) {
 
 }
 
-// expectOnlyNewContentRollsThePods: a key the pods do not mount changes
-// and nothing rolls; the certificate is re-issued into the same Secret
-// and the pods roll. It returns the new certificate.
-func expectOnlyNewContentRollsThePods(t *testing.T, m *cachev1alpha1.Memcached, ca *testcerts.CA, tlsSecret *corev1.Secret, dep *appsv1.StatefulSet) testcerts.Pair {
+// expectOnlyNewContentReachesThePods: a key the pods do not mount changes
+// and no pod is told; the certificate is re-issued into the same Secret and
+// each pod is told of the new content with one patch, and nothing rolls.
+// It returns the new certificate.
+func expectOnlyNewContentReachesThePods(t *testing.T, m *cachev1alpha1.Memcached, ca *testcerts.CA, tlsSecret *corev1.Secret, dep *appsv1.StatefulSet) testcerts.Pair {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := m.Namespace
-	tmpl := *dep.Spec.Template.DeepCopy()
 	generation := dep.Generation
+	told := secretsDigests(t, ns)
+	g.Expect(told).To(HaveLen(int(*m.Spec.Size)))
+	podPatches := func(mark int) []testenv.Request {
+		return requests.Since(mark, inNamespace(ns), testenv.PathContains("/pods/"), testenv.Wrote)
+	}
+	mark := requests.Mark()
 	tlsSecret.Data["unused"] = []byte("x")
 	g.Expect(k8s.Update(ctx, tlsSecret)).To(Succeed())
 	time.Sleep(window)
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), dep)).To(Succeed())
-	g.Expect(dep.Generation).To(Equal(generation))
+	g.Expect(podPatches(mark)).To(BeEmpty(), "a key the pods do not mount")
+	g.Expect(secretsDigests(t, ns)).To(Equal(told))
 
-	// The certificate is re-issued into the same Secret: the pods roll.
+	// The certificate is re-issued into the same Secret: each pod is told.
+	mark = requests.Mark()
 	renewed, err := ca.IssueForService(ns, "cache")
 	g.Expect(err).NotTo(HaveOccurred())
 	tlsSecret.Data["tls.crt"], tlsSecret.Data["tls.key"] = renewed.Cert, renewed.Key
 	g.Expect(k8s.Update(ctx, tlsSecret)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), dep)).To(Succeed())
-		g.Expect(dep.Spec.Template.Annotations[desired.AnnotationTLSDigest]).NotTo(Equal(tmpl.Annotations[desired.AnnotationTLSDigest]))
-		g.Expect(dep.Spec.Template.Annotations[desired.AnnotationAuthDigest]).To(Equal(tmpl.Annotations[desired.AnnotationAuthDigest]))
-	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	converged(t, m)
-
+		now := secretsDigests(t, ns)
+		g.Expect(now).To(HaveLen(len(told)))
+		for pod, d := range now {
+			g.Expect(d).NotTo(Equal(told[pod]), pod)
+		}
+	}).WithTimeout(atOnce).WithPolling(poll).Should(Succeed())
+	time.Sleep(window)
+	g.Expect(podPatches(mark)).To(HaveLen(len(told)), "one patch per pod")
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), dep)).To(Succeed())
+	g.Expect(dep.Generation).To(Equal(generation), "nothing rolls")
 	return renewed
+}
+
+// secretsDigests are the Secret content digests the pods of ns were told
+// of, by pod.
+func secretsDigests(t *testing.T, ns string) map[string]string {
+	pods := &corev1.PodList{}
+	NewWithT(t).Expect(k8s.List(context.Background(), pods, client.InNamespace(ns))).To(Succeed())
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		out[p.Name] = p.Annotations[desired.AnnotationSecretsDigest]
+	}
+	return out
 }

@@ -77,7 +77,11 @@ func TestStoreHoldsSummariesThatMatchWhatWasApplied(t *testing.T) {
 		g.Expect(exactly).To(BeTrue(), "%s: the operator owns exactly the fields it applies", tt.s.Kind())
 	}
 
-	st := status.Status(got, status.Observation{StatefulSet: dep, Service: svc, Image: testenv.Images.Image(got)}, metav1.Now())
+	pods, err := store.Pods(ns, dep.UID)
+	g.Expect(err).NotTo(HaveOccurred())
+	membership, _, err := store.Get(owned.KindConfigMap, client.ObjectKey{Namespace: ns, Name: desired.MembershipName(m.Name)})
+	g.Expect(err).NotTo(HaveOccurred())
+	st := status.Status(got, status.Observation{StatefulSet: dep, Service: svc, Pods: pods, Discovery: membership != nil, Image: testenv.Images.Image(got)}, metav1.Now())
 	nothing, err := owned.StatusAppliesNothing(got, cacheac.Memcached(got.Name, got.Namespace).WithStatus(st))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(nothing).To(BeTrue(), "the status computed from summaries is the one recorded")
