@@ -112,12 +112,13 @@ func run(m *testing.M) int {
 }
 
 // onlyAppliesWritten tells, after every test, whether of everything the
-// controller sent in the suite the writes are applies, events and
-// UID-precondition deletes only, and says which are not.
+// controller sent in the suite the writes are applies, events,
+// UID-precondition deletes and patches of one pod's UID only
+// (writesOtherThanApplies), and says which are not.
 func onlyAppliesWritten() bool {
 	all := requests.Since(0)
 	if bad := writesOtherThanApplies(all); len(bad) > 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: the controller sent %d writes other than applies and UID-precondition deletes:\n", len(bad))
+		fmt.Fprintf(os.Stderr, "FAIL: the controller sent %d writes other than applies, UID-precondition deletes and patches of one pod's UID:\n", len(bad))
 		for _, r := range bad {
 			fmt.Fprintln(os.Stderr, "  ", r)
 		}
@@ -129,7 +130,7 @@ func onlyAppliesWritten() bool {
 			writes++
 		}
 	}
-	fmt.Fprintf(os.Stderr, "every write of the suite's %d requests (%d writes) is an apply, an event or a UID-precondition delete\n", len(all), writes)
+	fmt.Fprintf(os.Stderr, "every write of the suite's %d requests (%d writes) is an apply, an event, a UID-precondition delete or a patch of one pod's UID\n", len(all), writes)
 	return true
 }
 
