@@ -188,11 +188,21 @@ func cause(t *testing.T, cfg *envconf.Config, key client.ObjectKey, reason strin
 		}
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	allNamed := time.Now()
+	// Kubernetes' own report must have been seen: a list that failed
+	// throughout would otherwise time nothing, and pass.
+	g.Expect(firstSaid.IsZero()).To(BeFalse(), "Kubernetes was seen reporting %s", reason)
+	if allSaid.IsZero() {
+		g.Eventually(func() bool {
+			n, of := kubernetesSays(t, k, key, reason)
+			return n > 0 && n == of
+		}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue(), "Kubernetes was seen reporting %s for every pod", reason)
+		allSaid = time.Now()
+	}
 	for _, step := range []struct {
 		what        string
 		said, named time.Time
 	}{{"the reason", firstSaid, firstNamed}, {"the whole message", allSaid, allNamed}} {
-		if step.said.IsZero() || step.said.After(step.named) {
+		if step.said.After(step.named) {
 			step.said = step.named // seen in the same poll
 		}
 		took := step.named.Sub(step.said)

@@ -17,6 +17,7 @@ import (
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	cacheac "github.com/example/memcached-operator/applyconfig/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/testsupport/podtemplate"
 	"github.com/example/memcached-operator/pkg/desired"
 )
 
@@ -107,7 +108,7 @@ func TestGitOpsCoOwnership(t *testing.T) {
 			// A spec change makes the operator apply the StatefulSet again.
 			g.Expect(c.Apply(ctx, cacheac.Memcached(name, ns).WithSpec(spec(4)), client.FieldOwner(name))).To(Succeed())
 			_, d := converged(t, c, client.ObjectKey{Namespace: ns, Name: name}, 3)
-			g.Expect(memcachedFlags(d.Spec.Template)).To(ContainElement("--threads=4"))
+			g.Expect(podtemplate.MemcachedFlags(d.Spec.Template)).To(ContainElement("--threads=4"))
 			g.Expect(d.Labels).To(HaveKeyWithValue("cost-center", "42"))
 			g.Expect(d.Annotations).To(HaveKeyWithValue("policy.example.com/checked", "true"))
 			return ctx

@@ -31,7 +31,6 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/pkg/desired"
 )
 
 const (
@@ -333,53 +332,67 @@ func recordRollout(t *testing.T, c client.WithWatch, ns, service string, selecto
 // Memcacheds of names in ns, though each is reconciled: it changes an
 // annotation of each StatefulSet that the operator does not own (a
 // reconcile with nothing to do, as a resync's would be: the operator runs
-// with production's resync, none within a test), then sees that none of
-// the Memcacheds and the objects the operator makes for them changed in
-// the following seconds, and that the operator recorded no event.
+// with production's resync, none within a test), sees that the operator
+// reconciled them (its skipped StatefulSet applies rose by as many), and
+// that in the following seconds nothing in ns changed but the nudge: not
+// the Memcacheds, not what the operator makes for them, not their pods
+// (the membership, the seal and the Secrets' digest the operator tells
+// them of) nor the ConfigMaps (the membership), and that the operator
+// recorded no event.
 func atRest(t *testing.T, c client.Client, ns string, names ...string) {
 	t.Helper()
 	g, ctx := NewWithT(t), context.Background()
+	before := versionsAtRest(g, c, ns, names)
+	skipped, err := operator.MetricSum("memcached_operator_applies_skipped_total", `kind="StatefulSet"`)
+	g.Expect(err).NotTo(HaveOccurred())
 	for _, name := range names {
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{"test.example.com/nudge":%q}}}`, time.Now().Format(time.RFC3339Nano))
 		d := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		g.Expect(c.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+		before[fmt.Sprintf("%T %s", d, name)] = d.ResourceVersion
 	}
-	versions := func() map[string]string {
-		out := map[string]string{}
-		for _, name := range names {
-			key := client.ObjectKey{Namespace: ns, Name: name}
-			for _, obj := range []client.Object{&cachev1alpha1.Memcached{}, &appsv1.StatefulSet{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}, &networkingv1.NetworkPolicy{}} {
-				err := c.Get(ctx, key, obj)
-				if apierrors.IsNotFound(err) {
-					continue
-				}
-				g.Expect(err).NotTo(HaveOccurred())
-				out[fmt.Sprintf("%T %s", obj, name)] = obj.GetResourceVersion()
-			}
-		}
-		events := &eventsv1.EventList{}
-		g.Expect(c.List(ctx, events, client.InNamespace(ns))).To(Succeed())
-		n := 0
-		for _, e := range events.Items {
-			if e.ReportingController == "memcached-operator" {
-				n++
-			}
-		}
-		out["events"] = fmt.Sprint(n)
-		return out
-	}
-	before := versions()
+	g.Eventually(func() (float64, error) {
+		return operator.MetricSum("memcached_operator_applies_skipped_total", `kind="StatefulSet"`)
+	}).WithTimeout(timeout).WithPolling(poll).Should(BeNumerically(">=", skipped+float64(len(names))),
+		"every nudged StatefulSet's Memcached reconciled")
 	time.Sleep(10 * time.Second)
-	g.Expect(versions()).To(Equal(before), "no writes once converged, reconciles included")
+	g.Expect(versionsAtRest(g, c, ns, names)).To(Equal(before), "no writes once converged, reconciles included")
 }
 
-// memcachedFlags is memcached's command line in pods of template: the
-// container's command, and where memcached runs warm the settings its
-// runner reads from the pod's annotation.
-func memcachedFlags(template corev1.PodTemplateSpec) []string {
-	flags := slices.Clone(template.Spec.Containers[0].Command)
-	if s := template.Annotations[desired.AnnotationMemcachedSettings]; s != "" {
-		flags = append(flags, strings.Split(s, "\n")...)
+// versionsAtRest are the resource versions of the Memcacheds of names in
+// ns and of what the operator makes for them, of every pod and ConfigMap
+// of ns, and the number of events the operator recorded there.
+func versionsAtRest(g Gomega, c client.Client, ns string, names []string) map[string]string {
+	ctx := context.Background()
+	out := map[string]string{}
+	for _, name := range names {
+		key := client.ObjectKey{Namespace: ns, Name: name}
+		for _, obj := range []client.Object{&cachev1alpha1.Memcached{}, &appsv1.StatefulSet{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}, &networkingv1.NetworkPolicy{}} {
+			err := c.Get(ctx, key, obj)
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			out[fmt.Sprintf("%T %s", obj, name)] = obj.GetResourceVersion()
+		}
 	}
-	return flags
+	pods, configMaps := &corev1.PodList{}, &corev1.ConfigMapList{}
+	g.Expect(c.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+	for _, p := range pods.Items {
+		out["pod "+p.Name] = p.ResourceVersion
+	}
+	g.Expect(c.List(ctx, configMaps, client.InNamespace(ns))).To(Succeed())
+	for _, cm := range configMaps.Items {
+		out["ConfigMap "+cm.Name] = cm.ResourceVersion
+	}
+	events := &eventsv1.EventList{}
+	g.Expect(c.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+	n := 0
+	for _, e := range events.Items {
+		if e.ReportingController == "memcached-operator" {
+			n++
+		}
+	}
+	out["events"] = fmt.Sprint(n)
+	return out
 }

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"sync"
@@ -163,6 +164,77 @@ func (w *writer) halt() { close(w.stop); <-w.done }
 
 func keyName(i int) string { return fmt.Sprintf("moved-%d", i) }
 
+// pinned is a client that keeps rc's membership of now whatever is
+// published later: a client whose poll has not come yet.
+func (rc *ringClient) pinned() *ringClient {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return &ringClient{ring: rc.ring, addr: maps.Clone(rc.addr), clients: maps.Clone(rc.clients), version: rc.version}
+}
+
+// current is the ring the client follows now.
+func (rc *ringClient) current() *ring.Ring {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.ring
+}
+
+// expectOldMembershipServes reads, through late's membership, keys that
+// the membership next (just seen published) gives another slot and that
+// the writer leaves alone, again and again for 2 s: each holds its value
+// throughout on its old slot, as the keys are removed from their old slots
+// only once the clients have polled (spec.keyMoves.clientPollSeconds, 3 s
+// here, counted from the publication, which was seen after it).
+func expectOldMembershipServes(t *testing.T, late *ringClient, next *ring.Ring) {
+	t.Helper()
+	var keys []int
+	for i := rewrittenKeys; i < movedKeys && len(keys) < 100; i++ {
+		if k := keyName(i); late.ring.Server(k) != next.Server(k) {
+			keys = append(keys, i)
+		}
+	}
+	NewWithT(t).Expect(len(keys)).To(BeNumerically(">", 10))
+	rounds, misses := 0, 0
+	for until := time.Now().Add(2 * time.Second); time.Now().Before(until); rounds++ {
+		for _, i := range keys {
+			if got, err := late.get(keyName(i)); err != nil || got != "v-"+strconv.Itoa(i) {
+				misses++
+			}
+		}
+	}
+	t.Logf("through the membership before the move, for 2 s after the next was seen published: %d reads of %d keys that move, %d missed", rounds*len(keys), len(keys), misses)
+	NewWithT(t).Expect(misses).To(BeZero(), "keys are removed from their old slots before the clients' poll")
+}
+
+// publishedMoving waits until the membership of size slots is published
+// with its move under way, and returns its ring.
+func publishedMoving(t *testing.T, c client.Client, ns string, size int) *ring.Ring {
+	t.Helper()
+	var next *ring.Ring
+	NewWithT(t).Eventually(func(g Gomega) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: desired.MembershipName("moving")}, cm)).To(Succeed())
+		cl, err := discovery.Parse([]byte(cm.Data[desired.MembershipKey]))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cl.Nodes).To(HaveLen(size))
+		g.Expect(cm.Data).To(HaveKey(desired.MoveKey), "published with the move under way")
+		next, err = ring.New(ring.Libmemcached, move.Servers(cl))
+		g.Expect(err).NotTo(HaveOccurred())
+	}).WithTimeout(movesWithin).WithPolling(200 * time.Millisecond).Should(Succeed())
+	return next
+}
+
+// saidMoving tells whether any of the statuses seen said, in Progressing,
+// that keys were moving.
+func saidMoving(seen []cachev1alpha1.Memcached) bool {
+	for _, m := range seen {
+		if p := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionProgressing); p != nil && p.Reason == cachev1alpha1.ReasonMovingKeys {
+			return true
+		}
+	}
+	return false
+}
+
 // discoveryEndpoints are the discovery endpoints of the pods of the
 // Memcached key now.
 func discoveryEndpoints(t *testing.T, cfg *envconf.Config, key client.ObjectKey) []string {
@@ -195,10 +267,13 @@ func TestAScaleMovesTheKeys(t *testing.T) {
 	endpoints := func(t *testing.T, cfg *envconf.Config) func() []string {
 		return func() []string { return discoveryEndpoints(t, cfg, key()) }
 	}
-	// moved waits until the move to size slots has ended, then reads every
-	// key through the new membership: at least 95% hold their last value,
-	// none an older one.
-	moved := func(t *testing.T, cfg *envconf.Config, size int, w *writer) {
+	// moved waits until the move to size slots from the ring before has
+	// ended, then reads every key through the new membership: none holds
+	// an older value than the last written, and at least 95% of the keys
+	// the move gave another slot that the writer left alone hold theirs
+	// (those the writer rewrote after it followed the move are on their
+	// new slot whatever the mover did; they count for staleness only).
+	moved := func(t *testing.T, cfg *envconf.Config, size int, w *writer, before *ring.Ring) {
 		t.Helper()
 		g, c := NewWithT(t), kube(t, cfg)
 		g.Eventually(func(g Gomega) {
@@ -213,7 +288,8 @@ func TestAScaleMovesTheKeys(t *testing.T) {
 		}).WithTimeout(movesWithin).WithPolling(poll).Should(Succeed())
 		w.halt()
 		t.Logf("the writer wrote %d values during the move", w.writes)
-		kept, stale, missed := 0, 0, 0
+		after := rc.current()
+		kept, stale, missed, moving, movedKept := 0, 0, 0, 0, 0
 		for i := range movedKeys {
 			k := keyName(i)
 			got, err := rc.get(k)
@@ -227,9 +303,18 @@ func TestAScaleMovesTheKeys(t *testing.T) {
 				stale++
 				t.Errorf("%s reads %q, older than the last value written, %q", k, got, latest[k])
 			}
+			if i >= rewrittenKeys && before.Server(k) != after.Server(k) {
+				moving++
+				if got == latest[k] {
+					movedKept++
+				}
+			}
 		}
-		t.Logf("after the move to %d slots: %d of %d keys kept, %d missed, %d stale", size, kept, movedKeys, missed, stale)
+		t.Logf("after the move to %d slots: %d of %d keys kept, %d missed, %d stale; of the %d keys moved that the writer left alone, %d kept",
+			size, kept, movedKeys, missed, stale, moving, movedKept)
 		g.Expect(stale).To(BeZero())
+		g.Expect(moving).To(BeNumerically(">=", movedKeys/10), "the scale moved keys")
+		g.Expect(float64(movedKept) / float64(moving)).To(BeNumerically(">=", 0.95))
 		g.Expect(float64(kept) / movedKeys).To(BeNumerically(">=", 0.95))
 		g.Expect(eventsOf(g, t, cfg, key(), "KeyMoveIncomplete")).To(BeEmpty())
 	}
@@ -257,6 +342,7 @@ func TestAScaleMovesTheKeys(t *testing.T) {
 		Assess("a scale-up through the scale subresource copies the new slot's keys before it is published", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, c := NewWithT(t), kube(t, cfg)
 			statuses := startWatch(t, c, key())
+			before, late := rc.current(), rc.pinned()
 			w := startWriter(t, rc, endpoints(t, cfg), latest)
 			m := &cachev1alpha1.Memcached{}
 			g.Expect(c.Get(ctx, key(), m)).To(Succeed())
@@ -264,37 +350,33 @@ func TestAScaleMovesTheKeys(t *testing.T) {
 			g.Expect(c.SubResource("scale").Get(ctx, m, scale)).To(Succeed())
 			scale.Spec.Replicas = 4
 			g.Expect(c.SubResource("scale").Update(ctx, m, client.WithSubResourceBody(scale), client.FieldOwner("horizontal-pod-autoscaler"))).To(Succeed())
-			moved(t, cfg, 4, w)
+			// A client that has yet to poll still finds the keys that move
+			// on their old slots: they leave them only after the clients'
+			// poll.
+			expectOldMembershipServes(t, late, publishedMoving(t, c, ns, 4))
+			moved(t, cfg, 4, w, before)
 			g.Expect(eventsOf(g, t, cfg, key(), "KeysMoved")).To(HaveLen(1))
-			said := false
-			for _, m := range statuses.stop() {
-				if p := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionProgressing); p != nil && p.Reason == cachev1alpha1.ReasonMovingKeys {
-					said = true
-				}
-			}
-			g.Expect(said).To(BeTrue(), "Progressing said the keys were moving")
+			g.Expect(saidMoving(statuses.stop())).To(BeTrue(), "Progressing said the keys were moving")
 			return ctx
 		}).
 		Assess("a scale-down copies the leaving slot's keys, and removes its pod only after", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, c := NewWithT(t), kube(t, cfg)
+			statuses := startWatch(t, c, key())
+			before, late := rc.current(), rc.pinned()
 			w := startWriter(t, rc, endpoints(t, cfg), latest)
 			m := &cachev1alpha1.Memcached{}
 			g.Expect(c.Get(ctx, key(), m)).To(Succeed())
 			g.Expect(c.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":3}}`)))).To(Succeed())
 			// The leaving pod serves while the membership without it is
-			// published and the clients poll it.
-			g.Eventually(func(g Gomega) {
-				cm := &corev1.ConfigMap{}
-				g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: desired.MembershipName("moving")}, cm)).To(Succeed())
-				cl, err := discovery.Parse([]byte(cm.Data[desired.MembershipKey]))
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(cl.Nodes).To(HaveLen(3))
-				g.Expect(cm.Data).To(HaveKey(desired.MoveKey), "published with the move under way")
-				leaving := &corev1.Pod{}
-				g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "moving-3"}, leaving)).To(Succeed())
-				g.Expect(leaving.DeletionTimestamp).To(BeNil())
-			}).WithTimeout(movesWithin).WithPolling(200 * time.Millisecond).Should(Succeed())
-			moved(t, cfg, 3, w)
+			// published and the clients poll it, and a client that has yet
+			// to poll still finds the leaving slot's keys there.
+			next := publishedMoving(t, c, ns, 3)
+			leaving := &corev1.Pod{}
+			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "moving-3"}, leaving)).To(Succeed())
+			g.Expect(leaving.DeletionTimestamp).To(BeNil())
+			expectOldMembershipServes(t, late, next)
+			moved(t, cfg, 3, w, before)
+			g.Expect(saidMoving(statuses.stop())).To(BeTrue(), "Progressing said the keys were moving")
 			g.Eventually(func() bool {
 				return apierrors.IsNotFound(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "moving-3"}, &corev1.Pod{}))
 			}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue(), "the leaving pod is removed once its keys moved")

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/testsupport/podtemplate"
 )
 
 // The apiserver dies and stays away for 30 s (etcd keeps the data) right after specs
@@ -80,7 +81,7 @@ func TestAPIServerOutage(t *testing.T) {
 				d := &appsv1.StatefulSet{}
 				g.Expect(c.Get(ctx, key(i), d)).To(Succeed())
 				g.Expect(*d.Spec.Replicas).To(Equal(int32(1)), "unapplied when the apiserver dies")
-				g.Expect(memcachedFlags(d.Spec.Template)).NotTo(ContainElement("--threads=3"), "unapplied when the apiserver dies")
+				g.Expect(podtemplate.MemcachedFlags(d.Spec.Template)).NotTo(ContainElement("--threads=3"), "unapplied when the apiserver dies")
 			}
 
 			pids, err := localCluster.PIDs()
@@ -120,7 +121,7 @@ func TestAPIServerOutage(t *testing.T) {
 			t.Logf("kube-apiserver serves again %v after it stopped", back.Sub(stopped).Round(time.Millisecond))
 			for i := range caches {
 				_, d := converged(t, c, key(i), 2)
-				g.Expect(memcachedFlags(d.Spec.Template)).To(ContainElement("--threads=3"))
+				g.Expect(podtemplate.MemcachedFlags(d.Spec.Template)).To(ContainElement("--threads=3"))
 			}
 			// The operator's informers and its failed reconciles try the
 			// apiserver again within seconds (package reconnect), not after

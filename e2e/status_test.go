@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/internal/testsupport/podtemplate"
 )
 
 // Another client edits specs as fast as it can while the operator writes
@@ -66,7 +67,7 @@ func TestConflictFreeStatus(t *testing.T) {
 			for i := range caches {
 				m, d := converged(t, c, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("cache-%d", i)}, size)
 				g.Expect(m.Status.Replicas).To(Equal(size))
-				g.Expect(memcachedFlags(d.Spec.Template)).To(ContainElement(fmt.Sprintf("--threads=%d", threads)))
+				g.Expect(podtemplate.MemcachedFlags(d.Spec.Template)).To(ContainElement(fmt.Sprintf("--threads=%d", threads)))
 			}
 			if operator == nil {
 				// Said as a skip, which CI refuses, not a silent pass.

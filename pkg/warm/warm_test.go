@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/example/memcached-operator/internal/testsupport/memcachedproc"
+	"github.com/example/memcached-operator/pkg/podlog"
 )
 
 // A stop saves the cache and the next memcached on the file restores every
@@ -114,6 +115,13 @@ func TestAKilledMemcachedComesBackEmpty(t *testing.T) {
 	w = start(t, dir, "-m", "64")
 	if got := items(t, w.addr); got != 0 {
 		t.Fatalf("%d items after a kill, want 0", got)
+	}
+	// The runner's word, which the operator reads: empty, not restored.
+	if !w.said(podlog.EmptyMessage) {
+		t.Errorf("the start after a kill was not reported empty:\n%s", w.logs.String())
+	}
+	if strings.Contains(w.logs.String(), podlog.RestoredMessage) {
+		t.Errorf("the start after a kill was reported restored:\n%s", w.logs.String())
 	}
 }
 
