@@ -286,8 +286,9 @@ func podSays(p corev1.Pod, reason string) bool {
 		case reason == cachev1alpha1.ReasonImagePullFailed && (waiting == "ErrImagePull" || waiting == "ImagePullBackOff"):
 			return true
 		case reason == cachev1alpha1.ReasonContainerConfigInvalid && (strings.HasPrefix(waiting, "CreateContainer") || waiting == "RunContainerError" ||
-			cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.Reason == "StartError" ||
-			cs.State.Terminated != nil && cs.State.Terminated.Reason == "StartError"):
+			endedWith(cs, func(t *corev1.ContainerStateTerminated) bool { return t.Reason == "StartError" || t.ExitCode == 127 })):
+			// Not started, or (under the warm runner) no memcached to run:
+			// the runner exits 127 as a shell does.
 			return true
 		case reason == cachev1alpha1.ReasonContainerCrashing && (waiting == "CrashLoopBackOff" ||
 			cs.RestartCount > 0 && cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode != 0):
@@ -296,6 +297,12 @@ func podSays(p corev1.Pod, reason string) bool {
 		}
 	}
 	return false
+}
+
+// endedWith tells whether cs's current or last run ended as ended says.
+func endedWith(cs corev1.ContainerStatus, ended func(*corev1.ContainerStateTerminated) bool) bool {
+	return cs.State.Terminated != nil && ended(cs.State.Terminated) ||
+		cs.LastTerminationState.Terminated != nil && ended(cs.LastTerminationState.Terminated)
 }
 
 // events checks that one Warning event on the Memcached key gave reason,

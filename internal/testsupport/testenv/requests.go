@@ -7,12 +7,15 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
 
 // Request is one HTTP request a client sent, with the answer's status code.
 type Request struct {
+	// At is when the answer came.
+	At          time.Time
 	Method      string
 	Path        string
 	Query       url.Values
@@ -95,6 +98,7 @@ type roundTripper struct {
 func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.rt.RoundTrip(req)
 	r := Request{
+		At:          time.Now(),
 		Method:      req.Method,
 		Path:        req.URL.Path,
 		Query:       req.URL.Query(),

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,6 +60,12 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 	s.obs.Discovery = out.obj != nil
 	if err == nil && out.obj != nil {
 		s.published(membership, plan)
+		if t := out.obj.LastApplied(); t != nil {
+			s.tell.membershipAt = t.Time
+		}
+		if out.changed {
+			s.tell.membershipAt = s.now()
+		}
 	}
 	return res, err
 }
@@ -81,8 +89,21 @@ func (s *scope) published(membership discovery.Cluster, plan string) {
 
 // podNews is what the pods mount from ConfigMaps and Secrets, as the
 // operator tells them of it: the membership's version and seal, the
-// Secret content's digest.
-type podNews struct{ membership, seal, secrets string }
+// Secret content's digest; and when the membership's ConfigMap last
+// changed.
+type podNews struct {
+	membership, seal, secrets string
+	membershipAt              time.Time
+}
+
+// kubeletCatchUp is how long after the membership's ConfigMap changed its
+// pods are told of it. The kubelet writes a pod's volumes, when the pod
+// changes, from its own watch of the ConfigMap, which may not have the
+// change yet when the pod's comes at once: the pod would then hold the new
+// seal beside the old membership, and serve the old one until the
+// kubelet's periodic sync, a minute or more later. (Seen on the real node,
+// once each pod was told only once.)
+const kubeletCatchUp = 2 * time.Second
 
 // tellPods sets, on each pod that says otherwise, the membership's version
 // (desired.AnnotationMembershipVersion) and the digest of the Secret
@@ -94,6 +115,8 @@ type podNews struct{ membership, seal, secrets string }
 // change; none when nothing changed.
 func tellPods(ctx context.Context, s *scope) (ctrl.Result, error) {
 	var errs []error
+	var result ctrl.Result
+	catchUp := kubeletCatchUp - s.now().Sub(s.tell.membershipAt)
 	for _, p := range s.obs.Pods {
 		if p.Deleting || p.IP == "" {
 			// A pod not running yet mounts the content there is when it
@@ -101,11 +124,12 @@ func tellPods(ctx context.Context, s *scope) (ctrl.Result, error) {
 			continue
 		}
 		news := map[string]string{}
-		if v := s.tell.membership; v != "" && p.MembershipVersion != v {
-			news[desired.AnnotationMembershipVersion] = v
-		}
-		if v := s.tell.seal; v != "" && p.MembershipSeal != v {
-			news[desired.AnnotationMembershipSeal] = v
+		if p.MembershipVersion != s.tell.membership || p.MembershipSeal != s.tell.seal {
+			if catchUp > 0 && s.tell.membership != "" {
+				result = ctrl.Result{RequeueAfter: catchUp}
+			} else {
+				maps.Copy(news, membershipNews(p, s.tell))
+			}
 		}
 		if d := s.tell.secrets; d != "" && p.SecretsDigest != d {
 			news[desired.AnnotationSecretsDigest] = d
@@ -133,5 +157,18 @@ func tellPods(ctx context.Context, s *scope) (ctrl.Result, error) {
 			errs = append(errs, fmt.Errorf("telling pod %s of what it mounts: %w", p.Name, err))
 		}
 	}
-	return ctrl.Result{}, errors.Join(errs...)
+	return result, errors.Join(errs...)
+}
+
+// membershipNews are the membership's version and seal that p was not
+// told of yet.
+func membershipNews(p *owned.Pod, tell podNews) map[string]string {
+	news := map[string]string{}
+	if v := tell.membership; v != "" && p.MembershipVersion != v {
+		news[desired.AnnotationMembershipVersion] = v
+	}
+	if v := tell.seal; v != "" && p.MembershipSeal != v {
+		news[desired.AnnotationMembershipSeal] = v
+	}
+	return news
 }
