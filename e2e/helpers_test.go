@@ -332,7 +332,8 @@ func recordRollout(t *testing.T, c client.WithWatch, ns, service string, selecto
 // Memcacheds of names in ns, though each is reconciled: it changes an
 // annotation of each StatefulSet that the operator does not own (a
 // reconcile with nothing to do, as a resync's would be: the operator runs
-// with production's resync, none within a test), sees that the operator
+// with production's resync, none within a test), once every pod was told of
+// its membership, sees that the operator
 // reconciled them (its skipped StatefulSet applies rose by as many), and
 // that in the following seconds nothing in ns changed but the nudge: not
 // the Memcacheds, not what the operator makes for them, not their pods
@@ -342,6 +343,12 @@ func recordRollout(t *testing.T, c client.WithWatch, ns, service string, selecto
 func atRest(t *testing.T, c client.Client, ns string, names ...string) {
 	t.Helper()
 	g, ctx := NewWithT(t), context.Background()
+	// Converged includes the pods told of the membership, which comes a
+	// second or two after the ConfigMap's change (the kubelet's watch of
+	// it catching up).
+	for _, name := range names {
+		toldOfMembership(t, c, client.ObjectKey{Namespace: ns, Name: name})
+	}
 	before := versionsAtRest(g, c, ns, names)
 	skipped, err := operator.MetricSum("memcached_operator_applies_skipped_total", `kind="StatefulSet"`)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -82,6 +82,9 @@ func (s *Store) Pods(namespace string, controller types.UID) ([]*Pod, error) {
 type patched struct {
 	pod *Pod
 	at  time.Time
+	// deleted: the operator deleted the pod, whose summary (pod) is the
+	// store's at the delete, marked Deleting; a later version shows it.
+	deleted bool
 }
 
 // RememberPatched records answer, the apiserver's answer to the operator's
@@ -101,6 +104,18 @@ func (s *Store) RememberPatched(answer *corev1.Pod) {
 	s.patched[answer.UID] = patched{pod: SummarizePod(answer), at: now}
 }
 
+// RememberDeleted records that the operator deleted p, which the store
+// held as p: until its watch shows a later version of the pod, Pods gives
+// it as being deleted, so that a reconcile in between does not delete it
+// again (and meet its UID precondition failing).
+func (s *Store) RememberDeleted(p *Pod) {
+	gone := p.DeepCopy()
+	gone.Deleting = true
+	s.patchedMu.Lock()
+	defer s.patchedMu.Unlock()
+	s.patched[p.UID] = patched{pod: gone, at: time.Now(), deleted: true}
+}
+
 // unseenPatch is p, the watch's summary of a pod, or the answer to the
 // operator's patch of it while the watch shows a version before that.
 func (s *Store) unseenPatch(p *Pod) *Pod {
@@ -111,6 +126,9 @@ func (s *Store) unseenPatch(p *Pod) *Pod {
 		return p
 	}
 	c, err := resourceversion.CompareResourceVersion(p.ResourceVersion, rec.pod.ResourceVersion)
+	if rec.deleted {
+		c-- // the version deleted is the one recorded: a later one shows it
+	}
 	if err != nil || c >= 0 || time.Since(rec.at) > appliedMemory {
 		delete(s.patched, p.UID)
 		return p

@@ -84,6 +84,9 @@ type Observation struct {
 	// them (memcached warm): which pod restarts in place or is replaced,
 	// or what the next slot waits for.
 	Rolling string
+	// RollingEmpties: the rollout restarts memcached empty or replaces a
+	// pod, whose cache is then lost; the status says so beforehand.
+	RollingEmpties bool
 }
 
 // SecretProblem is why a Secret a Memcached names cannot be used.

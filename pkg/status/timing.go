@@ -28,10 +28,11 @@ const reportTimeout = 30 * time.Second
 // a rollout that ends within that time is then written once, at its end:
 // one status write per change instead of one per report. Zero: write now.
 func Hold(m *cachev1alpha1.Memcached, obs Observation, now time.Time) time.Duration {
-	if obs.Replacing != "" || obs.Moving != "" || len(obs.Failed) > 0 {
+	if obs.Replacing != "" || obs.Moving != "" || obs.RollingEmpties || len(obs.Failed) > 0 {
 		// Worth reading at once: a Deployment being replaced, keys moving
 		// between the slots (the clients' membership changes through it),
-		// a phase that failed.
+		// a rollout that empties caches (said before it does), a phase
+		// that failed.
 		return 0
 	}
 	if wait := reportPending(obs.StatefulSet, obs.StatefulSetChanged, now); wait > 0 {

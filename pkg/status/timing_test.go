@@ -104,6 +104,7 @@ func TestStatusWaitsForTheRolloutsEndOnlyWhileTheStatusLags(t *testing.T) {
 		{"rolling out for a generation the status already names (a Secret rotated)", memcached(3, 2, metav1.ConditionTrue), Observation{StatefulSet: deployment(3, 1, 10*time.Second)}, 0},
 		{"replacing a Deployment", memcached(3, 1, metav1.ConditionTrue), Observation{StatefulSet: deployment(3, 1, 10*time.Second), Replacing: "replacing"}, 0},
 		{"scaled 10 s ago, its pods ready, keys moving", memcached(4, 1, metav1.ConditionTrue), Observation{StatefulSet: deployment(4, 4, 10*time.Second), Moving: "Moving keys from 3 to 4 slots"}, 0},
+		{"changed 10 s ago, serving meanwhile, pods to restart empty", memcached(3, 1, metav1.ConditionTrue), Observation{StatefulSet: deployment(3, 1, 10*time.Second), Rolling: "2 pods to change in place with memcached restarting empty", RollingEmpties: true}, 0},
 		{"no StatefulSet", memcached(3, 1, metav1.ConditionTrue), Observation{}, 0},
 		{"changed in this reconcile, not observed yet", memcached(1, 1, metav1.ConditionTrue), Observation{StatefulSet: unobserved, StatefulSetChanged: true}, reportTimeout},
 		{"scaled 10 s ago, serving meanwhile, a new pod cannot be scheduled", memcached(3, 1, metav1.ConditionTrue), Observation{StatefulSet: deployment(3, 1, 10*time.Second), Pods: []*owned.Pod{pod("cache-5d8f-a", unschedulabl)}}, 0},

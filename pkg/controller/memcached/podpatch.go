@@ -74,6 +74,7 @@ func (s *scope) replacePod(ctx context.Context, p *owned.Pod, why string) error 
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting pod %s: %w", p.Name, err)
 	}
+	s.Owned.RememberDeleted(p)
 	s.podEvent(p, corev1.EventTypeNormal, eventReplacingPod, "Replace",
 		"Pod %s is replaced: %s; its cache starts empty", p.Name, why)
 	return nil

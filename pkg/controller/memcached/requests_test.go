@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -31,8 +30,6 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	cacheac "github.com/example/memcached-operator/applyconfig/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/testsupport/testenv"
-	"github.com/example/memcached-operator/pkg/desired"
-	"github.com/example/memcached-operator/pkg/discovery"
 )
 
 func TestSpecChangeSendsExactlyOneStatefulSetApply(t *testing.T) {
@@ -211,7 +208,6 @@ func TestCreateAndScaleReadNothing(t *testing.T) {
 	step("create", func() {
 		m = newMemcached(t, ns, "cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)})
 		converged(t, m)
-		toldOfMembership(t, m)
 	},
 		"apply statefulsets", "apply services", "create events", // Created
 		// The membership: none yet, then the pod once it has an address,
@@ -221,62 +217,10 @@ func TestCreateAndScaleReadNothing(t *testing.T) {
 	step("scale 1 -> 2", func() {
 		g.Expect(k8s.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":2}}`)))).To(Succeed())
 		converged(t, m)
-		toldOfMembership(t, m)
 	},
 		"apply statefulsets", "apply poddisruptionbudgets", "create events", // Scaled
 		"apply configmaps", "patch pods", "patch pods", "create events",
 		"apply memcacheds/status")
-}
-
-// toldOfMembership waits until every pod of m carries the version of the
-// membership its ConfigMap holds.
-func toldOfMembership(t *testing.T, m *cachev1alpha1.Memcached) {
-	t.Helper()
-	NewWithT(t).Eventually(func(g Gomega) {
-		cm := &corev1.ConfigMap{}
-		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: m.Namespace, Name: desired.MembershipName(m.Name)}, cm)).To(Succeed())
-		c, err := discovery.Parse([]byte(cm.Data[desired.MembershipKey]))
-		g.Expect(err).NotTo(HaveOccurred())
-		pods := &corev1.PodList{}
-		g.Expect(k8s.List(context.Background(), pods, client.InNamespace(m.Namespace))).To(Succeed())
-		g.Expect(pods.Items).NotTo(BeEmpty())
-		for _, p := range pods.Items {
-			g.Expect(p.Annotations).To(HaveKeyWithValue(desired.AnnotationMembershipVersion, strconv.FormatInt(c.Version, 10)), p.Name)
-		}
-	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-}
-
-// expectPodsToldAfterTheKubeletCaughtUp: each patch of a pod among rs
-// came a second or more after the membership ConfigMap's last apply
-// before it, so that the kubelet's own watch of the ConfigMap has it when
-// the pod's change makes the kubelet write the pod's volumes.
-func expectPodsToldAfterTheKubeletCaughtUp(t *testing.T, rs []testenv.Request) {
-	t.Helper()
-	var applied time.Time
-	for _, r := range rs {
-		switch verbAndResource(r) {
-		case "apply configmaps":
-			applied = r.At
-		case "patch pods":
-			NewWithT(t).Expect(r.At.Sub(applied)).To(BeNumerically(">=", time.Second), "a pod told %s after its membership changed", r.At.Sub(applied))
-		}
-	}
-}
-
-// verbAndResource is what r did to what, in short: "apply statefulsets",
-// "patch pods", "create events", "get secrets", "apply memcacheds/status".
-func verbAndResource(r testenv.Request) string {
-	verb := map[string]string{http.MethodGet: "get", http.MethodPost: "create", http.MethodPut: "update", http.MethodPatch: "patch", http.MethodDelete: "delete"}[r.Method]
-	if r.IsApply() {
-		verb = "apply"
-	}
-	parts := strings.Split(r.Path, "/")
-	for i, p := range parts {
-		if p == "namespaces" && i+2 < len(parts) {
-			return verb + " " + strings.Join(append([]string{parts[i+2]}, parts[min(i+4, len(parts)):]...), "/")
-		}
-	}
-	return verb + " " + r.Path
 }
 
 func TestConcurrentStatusAndScaleWritersLoseNoUpdate(t *testing.T) {

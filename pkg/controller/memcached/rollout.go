@@ -102,7 +102,8 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 		return ctrl.Result{}, err
 	}
 	slots, outdated, notReadyOutdated, waiting, result := pods.slots, pods.outdated, pods.notReadyOutdated, pods.waiting, pods.result
-	s.obs.Rolling = rollingNote(append(slices.Clone(outdated), notReadyOutdated...), want, waiting)
+	toChange := append(slices.Clone(outdated), notReadyOutdated...)
+	s.obs.Rolling, s.obs.RollingEmpties = rollingNote(toChange, want, waiting), emptiesCaches(toChange, want)
 	// Pods that serve nothing first, all at once.
 	for _, p := range notReadyOutdated {
 		if err := s.bringToTemplate(ctx, p, st.UpdateRevision, want); err != nil {
@@ -170,6 +171,14 @@ func rollingNote(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfigura
 		notes = append(notes, waiting)
 	}
 	return strings.Join(notes, "; ")
+}
+
+// emptiesCaches tells whether bringing any of outdated to want's template
+// restarts its memcached empty or replaces it.
+func emptiesCaches(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration) bool {
+	return slices.ContainsFunc(outdated, func(p *owned.Pod) bool {
+		return owned.Costliest(owned.Changes(p, want.Spec.Template)).Cost >= owned.EmptyRestart
+	})
 }
 
 // ordinal is the slot of the pod name of the StatefulSet set.

@@ -143,7 +143,8 @@ func newMemcached(t *testing.T, ns, name string, spec cachev1alpha1.MemcachedSpe
 }
 
 // converged waits until m's status reports its current generation, Available
-// and not Reconciling, and its StatefulSet has rolled out; it returns both.
+// and not Reconciling, its StatefulSet has rolled out, and its pods were
+// told of its membership; it returns both.
 func converged(t *testing.T, m *cachev1alpha1.Memcached) (*cachev1alpha1.Memcached, *appsv1.StatefulSet) {
 	t.Helper()
 	got, dep := &cachev1alpha1.Memcached{}, &appsv1.StatefulSet{}
@@ -160,6 +161,7 @@ func converged(t *testing.T, m *cachev1alpha1.Memcached) (*cachev1alpha1.Memcach
 		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(m), dep)).To(Succeed())
 		g.Expect(got.Status.ReadyReplicas).To(Equal(*got.Spec.Size), "ready; StatefulSet status %+v", dep.Status)
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	toldOfMembership(t, got)
 	return got, dep
 }
 
