@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/discovery"
 )
 
 // watchedGet reads an object from the watch, and from the apiserver only
@@ -107,7 +110,10 @@ func waitConverged(ctx context.Context, r client.Reader, n int, size int32, limi
 			}
 		}
 		if done == n {
-			return nil
+			told, err := podsTold(ctx, r, list.Items)
+			if err != nil || told {
+				return err
+			}
 		}
 		if time.Since(lastReport) >= time.Minute {
 			progress(done)
@@ -116,6 +122,36 @@ func waitConverged(ctx context.Context, r client.Reader, n int, size int32, limi
 		time.Sleep(250 * time.Millisecond)
 	}
 	return fmt.Errorf("%d of %d Memcacheds converged after %s", done, n, limit)
+}
+
+// podsTold tells whether every running pod of ms carries the version of
+// the membership its Memcached's ConfigMap holds: the operator tells the
+// pods a second or two after the ConfigMap changed, and is done only then.
+func podsTold(ctx context.Context, r client.Reader, ms []cachev1alpha1.Memcached) (bool, error) {
+	for _, m := range ms {
+		cm := &corev1.ConfigMap{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: desired.MembershipName(m.Name)}, cm)
+		if apierrors.IsNotFound(err) {
+			continue // an operator without the pods' discovery endpoint
+		}
+		if err != nil {
+			return false, err
+		}
+		c, err := discovery.Parse([]byte(cm.Data[desired.MembershipKey]))
+		if err != nil {
+			return false, err
+		}
+		pods := &corev1.PodList{}
+		if err := r.List(ctx, pods, client.InNamespace(m.Namespace), client.MatchingLabels(desired.SelectorLabels(&m))); err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Status.PodIP != "" && p.Annotations[desired.AnnotationMembershipVersion] != strconv.FormatInt(c.Version, 10) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }
 
 // waitGone waits until the Memcacheds of the bench namespace and everything
