@@ -93,15 +93,7 @@ type patched struct {
 // that a watch event starts in between sees what the patch made, and does
 // not send it again.
 func (s *Store) RememberPatched(answer *corev1.Pod) {
-	now := time.Now()
-	s.patchedMu.Lock()
-	defer s.patchedMu.Unlock()
-	for k, v := range s.patched {
-		if now.Sub(v.at) > appliedMemory {
-			delete(s.patched, k)
-		}
-	}
-	s.patched[answer.UID] = patched{pod: SummarizePod(answer), at: now}
+	s.rememberPod(patched{pod: SummarizePod(answer), at: time.Now()})
 }
 
 // RememberDeleted records that the operator deleted p, which the store
@@ -111,9 +103,21 @@ func (s *Store) RememberPatched(answer *corev1.Pod) {
 func (s *Store) RememberDeleted(p *Pod) {
 	gone := p.DeepCopy()
 	gone.Deleting = true
+	s.rememberPod(patched{pod: gone, at: time.Now(), deleted: true})
+}
+
+// rememberPod records rec of its pod, and forgets the records older than
+// appliedMemory: those of pods the watch no longer shows (gone) are never
+// looked up again.
+func (s *Store) rememberPod(rec patched) {
 	s.patchedMu.Lock()
 	defer s.patchedMu.Unlock()
-	s.patched[p.UID] = patched{pod: gone, at: time.Now(), deleted: true}
+	for k, v := range s.patched {
+		if rec.at.Sub(v.at) > appliedMemory {
+			delete(s.patched, k)
+		}
+	}
+	s.patched[rec.pod.UID] = rec
 }
 
 // unseenPatch is p, the watch's summary of a pod, or the answer to the

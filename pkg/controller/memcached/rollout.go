@@ -103,7 +103,7 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 	}
 	slots, outdated, notReadyOutdated, waiting, result := pods.slots, pods.outdated, pods.notReadyOutdated, pods.waiting, pods.result
 	toChange := append(slices.Clone(outdated), notReadyOutdated...)
-	s.obs.Rolling, s.obs.RollingEmpties = rollingNote(toChange, want, waiting), emptiesCaches(toChange, want)
+	s.obs.Rolling, s.obs.RollingEmpties = rollingNote(toChange, want, waiting)
 	// Pods that serve nothing first, all at once.
 	for _, p := range notReadyOutdated {
 		if err := s.bringToTemplate(ctx, p, st.UpdateRevision, want); err != nil {
@@ -140,8 +140,9 @@ func (s *scope) requeueIfPatchLetGo(result ctrl.Result) ctrl.Result {
 }
 
 // rollingNote says, for the status, how the pods still to change take
-// want's template, and what the next of them waits for.
-func rollingNote(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration, waiting string) string {
+// want's template, and what the next of them waits for; and whether any
+// of them restarts memcached empty or is replaced, losing its cache.
+func rollingNote(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration, waiting string) (string, bool) {
 	inPlace, empty, replaced := 0, 0, 0
 	var emptiedBy []string
 	for _, p := range outdated {
@@ -170,15 +171,7 @@ func rollingNote(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfigura
 	if waiting != "" {
 		notes = append(notes, waiting)
 	}
-	return strings.Join(notes, "; ")
-}
-
-// emptiesCaches tells whether bringing any of outdated to want's template
-// restarts its memcached empty or replaces it.
-func emptiesCaches(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration) bool {
-	return slices.ContainsFunc(outdated, func(p *owned.Pod) bool {
-		return owned.Costliest(owned.Changes(p, want.Spec.Template)).Cost >= owned.EmptyRestart
-	})
+	return strings.Join(notes, "; "), empty+replaced > 0
 }
 
 // ordinal is the slot of the pod name of the StatefulSet set.

@@ -69,15 +69,23 @@ func TestRollingNote(t *testing.T) {
 		WithAnnotations(map[string]string{desired.AnnotationPodShape: "s2"})))
 	same, other, none := &owned.Pod{Shape: "s2"}, &owned.Pod{Shape: "s1"}, &owned.Pod{}
 	g := NewWithT(t)
-	g.Expect(rollingNote([]*owned.Pod{same, same}, want, "")).To(Equal("2 pods to change in place (memcached restarts warm where its image or settings change)"))
-	g.Expect(rollingNote([]*owned.Pod{other, none}, want, "pod cache-2 is not ready")).To(Equal(
+	// The note, and whether it says caches are lost (which the status
+	// writes at once).
+	note := func(pods []*owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration, waiting string, empties bool) string {
+		t.Helper()
+		n, e := rollingNote(pods, want, waiting)
+		g.Expect(e).To(Equal(empties), "caches emptied: %s", n)
+		return n
+	}
+	g.Expect(note([]*owned.Pod{same, same}, want, "", false)).To(Equal("2 pods to change in place (memcached restarts warm where its image or settings change)"))
+	g.Expect(note([]*owned.Pod{other, none}, want, "pod cache-2 is not ready", true)).To(Equal(
 		"2 pods to replace, each starting with an empty cache: the change is more than images, labels, annotations, settings memcached takes in its container, a memory limit its memory volume holds and resources; pod cache-2 is not ready"))
-	g.Expect(rollingNote(nil, want, "")).To(BeEmpty())
+	g.Expect(note(nil, want, "", false)).To(BeEmpty())
 
 	bigger := appsv1ac.StatefulSet("cache", "ns").WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(corev1ac.PodTemplateSpec().
 		WithAnnotations(map[string]string{desired.AnnotationPodShape: "s2", desired.AnnotationMemcachedSettings: "--threads=2\n--max-item-size=2097152"})))
 	was := &owned.Pod{Shape: "s2", Annotations: map[string]string{desired.AnnotationMemcachedSettings: "--threads=4"}}
-	g.Expect(rollingNote([]*owned.Pod{was}, bigger, "")).To(Equal(
+	g.Expect(note([]*owned.Pod{was}, bigger, "", true)).To(Equal(
 		"1 pods to change in place with memcached restarting empty: its maximum item size changes, which it keeps no item across"))
 
 	memory := appsv1ac.StatefulSet("cache", "ns").WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(corev1ac.PodTemplateSpec().
@@ -86,7 +94,7 @@ func TestRollingNote(t *testing.T) {
 			WithEmptyDir(corev1ac.EmptyDirVolumeSource().WithSizeLimit(resource.MustParse("49Mi")))))))
 	small, large := *was, *was
 	small.MemoryVolume, large.MemoryVolume = ptr.To(resource.MustParse("33Mi")), ptr.To(resource.MustParse("65Mi"))
-	g.Expect(rollingNote([]*owned.Pod{&large, &small}, memory, "")).To(Equal(
+	g.Expect(note([]*owned.Pod{&large, &small}, memory, "", true)).To(Equal(
 		"1 pods to change in place with memcached restarting empty: its memory limit changes, which it keeps no item across; " +
 			"1 pods to replace, each starting with an empty cache: the change is more than images, labels, annotations, settings memcached takes in its container, a memory limit its memory volume holds and resources"))
 }
