@@ -22,6 +22,7 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/testsupport/clusterdns"
 	"github.com/example/memcached-operator/internal/testsupport/nodeclient"
+	"github.com/example/memcached-operator/internal/testsupport/told"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/discovery"
 )
@@ -256,22 +257,21 @@ func servesSlots(t *testing.T, k client.Client, key client.ObjectKey, n int) {
 	}).WithTimeout(membershipWithin).WithPolling(time.Second).Should(Succeed())
 }
 
-// toldOfMembership checks that every pod of key carries the version of the
-// membership its ConfigMap holds (desired.AnnotationMembershipVersion), the
-// operator's word to the kubelet to write it to the pod.
+// toldOfMembership checks that every running pod of key carries the
+// version of the membership its ConfigMap holds
+// (desired.AnnotationMembershipVersion), the operator's word to the
+// kubelet to write it to the pod (told.Membership).
 func toldOfMembership(t *testing.T, k client.Client, key client.ObjectKey) {
 	t.Helper()
+	m := &cachev1alpha1.Memcached{}
+	NewWithT(t).Expect(k.Get(context.Background(), key, m)).To(Succeed())
 	NewWithT(t).Eventually(func(g Gomega) {
-		cm := &corev1.ConfigMap{}
-		g.Expect(k.Get(context.Background(), types.NamespacedName{Namespace: key.Namespace, Name: desired.MembershipName(key.Name)}, cm)).To(Succeed())
-		c, err := discovery.Parse([]byte(cm.Data[desired.MembershipKey]))
-		g.Expect(err).NotTo(HaveOccurred())
+		ctx := context.Background()
+		g.Expect(k.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: desired.MembershipName(key.Name)}, &corev1.ConfigMap{})).To(Succeed(), "the membership is published")
 		pods := &corev1.PodList{}
-		g.Expect(k.List(context.Background(), pods, client.InNamespace(key.Namespace), client.MatchingLabels{desired.LabelInstance: key.Name})).To(Succeed())
+		g.Expect(k.List(ctx, pods, client.InNamespace(key.Namespace), client.MatchingLabels{desired.LabelInstance: key.Name})).To(Succeed())
 		g.Expect(pods.Items).NotTo(BeEmpty())
-		for _, p := range pods.Items {
-			g.Expect(p.Annotations).To(HaveKeyWithValue(desired.AnnotationMembershipVersion, strconv.FormatInt(c.Version, 10)), "pod %s", p.Name)
-		}
+		g.Expect(told.Membership(ctx, k, m)).To(Succeed())
 	}).WithTimeout(membershipWithin).WithPolling(time.Second).Should(Succeed())
 }
 

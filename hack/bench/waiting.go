@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,8 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
-	"github.com/example/memcached-operator/pkg/desired"
-	"github.com/example/memcached-operator/pkg/discovery"
+	"github.com/example/memcached-operator/internal/testsupport/told"
 )
 
 // watchedGet reads an object from the watch, and from the apiserver only
@@ -110,9 +108,8 @@ func waitConverged(ctx context.Context, r client.Reader, n int, size int32, limi
 			}
 		}
 		if done == n {
-			told, err := podsTold(ctx, r, list.Items)
-			if err != nil || told {
-				return err
+			if podsTold(ctx, r, list.Items) {
+				return nil
 			}
 		}
 		if time.Since(lastReport) >= time.Minute {
@@ -124,34 +121,15 @@ func waitConverged(ctx context.Context, r client.Reader, n int, size int32, limi
 	return fmt.Errorf("%d of %d Memcacheds converged after %s", done, n, limit)
 }
 
-// podsTold tells whether every running pod of ms carries the version of
-// the membership its Memcached's ConfigMap holds: the operator tells the
-// pods a second or two after the ConfigMap changed, and is done only then.
-func podsTold(ctx context.Context, r client.Reader, ms []cachev1alpha1.Memcached) (bool, error) {
-	for _, m := range ms {
-		cm := &corev1.ConfigMap{}
-		err := r.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: desired.MembershipName(m.Name)}, cm)
-		if apierrors.IsNotFound(err) {
-			continue // an operator without the pods' discovery endpoint
-		}
-		if err != nil {
-			return false, err
-		}
-		c, err := discovery.Parse([]byte(cm.Data[desired.MembershipKey]))
-		if err != nil {
-			return false, err
-		}
-		pods := &corev1.PodList{}
-		if err := r.List(ctx, pods, client.InNamespace(m.Namespace), client.MatchingLabels(desired.SelectorLabels(&m))); err != nil {
-			return false, err
-		}
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && p.Status.PodIP != "" && p.Annotations[desired.AnnotationMembershipVersion] != strconv.FormatInt(c.Version, 10) {
-				return false, nil
-			}
+// podsTold tells whether every running pod of ms was told of its
+// membership (told.Membership): the operator is done only then.
+func podsTold(ctx context.Context, r client.Reader, ms []cachev1alpha1.Memcached) bool {
+	for i := range ms {
+		if told.Membership(ctx, r, &ms[i]) != nil {
+			return false
 		}
 	}
-	return true, nil
+	return true
 }
 
 // waitGone waits until the Memcacheds of the bench namespace and everything

@@ -5,48 +5,23 @@ package memcached_test
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/testsupport/testenv"
-	"github.com/example/memcached-operator/pkg/desired"
-	"github.com/example/memcached-operator/pkg/discovery"
+	"github.com/example/memcached-operator/internal/testsupport/told"
 )
 
-// toldOfMembership waits until every running pod of m carries the
-// version of the membership its ConfigMap holds, where m has one: the
-// pods are told a second or two after the ConfigMap changed.
+// toldOfMembership waits until every running pod of m was told of its
+// membership (told.Membership).
 func toldOfMembership(t *testing.T, m *cachev1alpha1.Memcached) {
 	t.Helper()
-	NewWithT(t).Eventually(func(g Gomega) {
-		cm := &corev1.ConfigMap{}
-		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: m.Namespace, Name: desired.MembershipName(m.Name)}, cm)
-		if apierrors.IsNotFound(err) {
-			return
-		}
-		g.Expect(err).NotTo(HaveOccurred())
-		if !metav1.IsControlledBy(cm, m) {
-			return // another's: the pods are told nothing of it
-		}
-		c, err := discovery.Parse([]byte(cm.Data[desired.MembershipKey]))
-		g.Expect(err).NotTo(HaveOccurred())
-		pods := &corev1.PodList{}
-		g.Expect(k8s.List(context.Background(), pods, client.InNamespace(m.Namespace), client.MatchingLabels(desired.SelectorLabels(m)))).To(Succeed())
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
-				continue
-			}
-			g.Expect(p.Annotations).To(HaveKeyWithValue(desired.AnnotationMembershipVersion, strconv.FormatInt(c.Version, 10)), p.Name)
-		}
+	NewWithT(t).Eventually(func() error {
+		return told.Membership(context.Background(), k8s, m)
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 }
 
