@@ -41,8 +41,18 @@ func TestAKeyTheFirstListingMissedIsCopied(t *testing.T) {
 		}
 		return plain(ctx, server)
 	}
-	if _, err := (&move.Mover{Dial: dial}).Copy(ctx, leaving, after); err != nil {
+	held := 0
+	for i := range 2000 {
+		if before.Server(fmt.Sprintf("key-%d", i)) == leaving {
+			held++
+		}
+	}
+	res, err := (&move.Mover{Dial: dial}).Copy(ctx, leaving, after)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if res.Listed != held || res.Leaving != held+1 || res.Copied != held+1 {
+		t.Errorf("listed %d, leaving %d, copied %d; want the %d keys of the first listing listed, and one more leaving and copied", res.Listed, res.Leaving, res.Copied, held)
 	}
 	if !written {
 		t.Fatal("the leaving slot was not listed again after the first listing's keys were copied")

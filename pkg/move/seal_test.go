@@ -18,7 +18,9 @@ import (
 
 // A follower with a seal follows only the plan the seal vouches for: a
 // plan merged into the ConfigMap by another hand reaches no server, this
-// pod's own included; the same plan, sealed, is followed.
+// pod's own included; the same plan, sealed, is followed. The empty plan
+// the ConfigMap holds between moves is no plan: nothing is dialed or said
+// (and a follower given no poll polls each second).
 func TestAFollowerFollowsOnlyASealedPlan(t *testing.T) {
 	// Every server of the plan is this listener: any dial of the
 	// follower's reaches it.
@@ -49,7 +51,7 @@ func TestAFollowerFollowsOnlyASealedPlan(t *testing.T) {
 	to := discovery.Cluster{Version: 4, Nodes: []discovery.Node{node("c-0"), node("c-9")}}
 	plan := []byte(move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy, From: string(from.Body()), To: string(to.Body())}.Marshal())
 
-	follow := func(seal discovery.Seal) (int32, string) {
+	follow := func(plan []byte, seal discovery.Seal, poll time.Duration) (int32, string) {
 		dir := t.TempDir()
 		planFile, sealFile := filepath.Join(dir, "move"), filepath.Join(dir, discovery.SealFile)
 		if err := os.WriteFile(planFile, plan, 0o600); err != nil {
@@ -65,7 +67,7 @@ func TestAFollowerFollowsOnlyASealedPlan(t *testing.T) {
 				return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 			}},
 			PlanFile: planFile, SealFile: sealFile, Host: "c-0", Local: ln.Addr().String(),
-			Poll: 20 * time.Millisecond, Log: slog.New(slog.NewJSONHandler(&log, nil)),
+			Poll: poll, Log: slog.New(slog.NewJSONHandler(&log, nil)),
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
@@ -73,10 +75,14 @@ func TestAFollowerFollowsOnlyASealedPlan(t *testing.T) {
 		return dials.Load(), log.String()
 	}
 
-	if n, log := follow(discovery.SealOf(from.Body(), nil)); n != 0 || !bytes.Contains([]byte(log), []byte("the plan is not sealed")) {
+	const poll = 20 * time.Millisecond
+	if n, log := follow(plan, discovery.SealOf(from.Body(), nil), poll); n != 0 || !bytes.Contains([]byte(log), []byte("the plan is not sealed")) {
 		t.Fatalf("an unsealed plan: %d dials, log:\n%s", n, log)
 	}
-	if n, log := follow(discovery.SealOf(from.Body(), plan)); n == 0 {
+	if n, log := follow(plan, discovery.SealOf(from.Body(), plan), poll); n == 0 {
 		t.Fatalf("the sealed plan was not followed, log:\n%s", log)
+	}
+	if n, log := follow(nil, discovery.SealOf(from.Body(), nil), 0); n != 0 || log != "" {
+		t.Fatalf("no plan: %d dials, log:\n%s", n, log)
 	}
 }

@@ -38,7 +38,10 @@ func (m *Mover) misplaced(ctx context.Context, server string, after *ring.Ring) 
 	}
 	var out []listed
 	for _, k := range keys {
-		if after.Server(k.key) != server {
+		// A key memcached takes on no command line (stored through the
+		// binary protocol, of more than 186 bytes, with a space or a
+		// control byte) can be neither read, copied nor deleted: it stays.
+		if after.Server(k.key) != server && speakable(k.key) {
 			out = append(out, k)
 		}
 	}

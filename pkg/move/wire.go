@@ -78,10 +78,43 @@ func readLine(r *bufio.Reader) (string, error) {
 	}
 }
 
-// wireKey is key as a meta command carries it with the b flag: base64, so
-// that no key, whatever bytes a client stored it with (the binary
-// protocol takes any), reads as more than one word of a command line.
-func wireKey(key string) string { return base64.StdEncoding.EncodeToString([]byte(key)) }
+// maxKey is the longest key memcached takes on a command line (its
+// KEY_MAX_LENGTH), as sent: memcached 1.6.18 bounds a base64 key before it
+// decodes it.
+const maxKey = 250
+
+// wireKey is key as a meta command carries it: its word, and the flags to
+// add after the command's other words. A key the text protocol takes as it
+// is goes as it is; any other, whatever bytes a client stored it with (the
+// binary protocol takes any), goes in base64 with the b flag, so that it
+// never reads as more than one word of a command line. A key of more than
+// 186 bytes that needs base64 cannot be sent at all (speakable).
+func wireKey(key string) (word, flags string) {
+	if plainKey(key) {
+		return key, ""
+	}
+	return base64.StdEncoding.EncodeToString([]byte(key)), " b"
+}
+
+// plainKey tells whether key can go on a command line as it is: at most
+// maxKey bytes, none a space or a control byte.
+func plainKey(key string) bool {
+	if key == "" || len(key) > maxKey {
+		return false
+	}
+	for i := range len(key) {
+		if key[i] <= ' ' || key[i] == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// speakable tells whether memcached takes key on a command line, as
+// wireKey writes it.
+func speakable(key string) bool {
+	return plainKey(key) || base64.StdEncoding.EncodedLen(len(key)) <= maxKey
+}
 
 // get reads keys (value, client flags, time to live left, CAS); a key
 // memcached no longer holds is left out.
@@ -89,7 +122,8 @@ func (c *conn) get(deadline time.Time, keys []string) ([]item, error) {
 	c.SetDeadline(deadline)
 	var req strings.Builder
 	for _, k := range keys {
-		req.WriteString("mg " + wireKey(k) + " b v f t c\r\n")
+		word, flags := wireKey(k)
+		req.WriteString("mg " + word + flags + " v f t c\r\n")
 	}
 	if _, err := c.Write([]byte(req.String())); err != nil {
 		return nil, err
@@ -159,7 +193,8 @@ func (c *conn) add(deadline time.Time, items []item) ([]uint64, error) {
 		if ttl < 0 {
 			ttl = 0 // none
 		}
-		req = fmt.Appendf(req, "ms %s %d b F%d T%d ME c\r\n", wireKey(it.key), len(it.value), it.flags, ttl)
+		word, flags := wireKey(it.key)
+		req = fmt.Appendf(req, "ms %s %d%s F%d T%d ME c\r\n", word, len(it.value), flags, it.flags, ttl)
 		req = append(append(req, it.value...), '\r', '\n')
 		if oneByOne || i == len(items)-1 {
 			if _, err := c.Write(req); err != nil {
@@ -209,7 +244,8 @@ func (c *conn) delete(deadline time.Time, keys []casKey) ([]bool, error) {
 	c.SetDeadline(deadline)
 	var req strings.Builder
 	for _, k := range keys {
-		req.WriteString("md " + wireKey(k.key) + " b")
+		word, flags := wireKey(k.key)
+		req.WriteString("md " + word + flags)
 		if k.cas != 0 {
 			req.WriteString(" C" + strconv.FormatUint(k.cas, 10))
 		}
