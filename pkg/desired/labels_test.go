@@ -58,4 +58,7 @@ func TestResourcesSendOnlyWhatIsGiven(t *testing.T) {
 	g.Expect(r.Limits).NotTo(BeNil())
 	g.Expect(r.Requests).To(BeNil())
 	g.Expect(resources(&corev1.ResourceRequirements{})).To(BeNil())
+	r = resources(&corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}})
+	g.Expect(r).NotTo(BeNil())
+	g.Expect(r.Claims).To(HaveLen(1))
 }
