@@ -136,4 +136,9 @@ const (
 	// move the keys the new membership gives another slot
 	// (spec.keyMoves); the message says which step.
 	ReasonMovingKeys = "MovingKeys"
+	// ReasonMembershipUnpublished (Available False): a new Memcached with
+	// spec.keyMoves has published no membership yet, so its clients find
+	// no server: it waits for every slot to have a ready pod, 30 s at
+	// most after its creation once one has.
+	ReasonMembershipUnpublished = "MembershipUnpublished"
 )

@@ -14,7 +14,9 @@ import (
 // available is True when at least all but one of m's slots serve (one at
 // a time is what a rollout or a node drain takes away), and at least one:
 // counting, while the StatefulSet replaces a Deployment, the pods of the
-// Deployment that still serve. True when size is 0.
+// Deployment that still serve. True when size is 0. False while no
+// membership is published for the clients (spec.keyMoves), whatever
+// serves.
 func available(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 	c := metav1.Condition{Type: cachev1alpha1.ConditionAvailable}
 	want := desired.Replicas(m)
@@ -38,6 +40,8 @@ func available(m *cachev1alpha1.Memcached, obs Observation) metav1.Condition {
 		}
 	case want == 0:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, cachev1alpha1.ReasonScaledToZero, "Size is 0: no pods are requested"
+	case obs.Unpublished != "":
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, cachev1alpha1.ReasonMembershipUnpublished, obs.Unpublished
 	case ready >= max(1, want-1):
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable, msg
 	default:

@@ -51,6 +51,10 @@ type Observation struct {
 	// Moving says where a move of keys stands (spec.keyMoves), while one is
 	// under way; empty otherwise.
 	Moving string
+	// Unpublished says why no membership is published yet, while a new
+	// Memcached with spec.keyMoves waits for its slots: its clients find no
+	// server. Empty otherwise.
+	Unpublished string
 	// CreateFailed is why the StatefulSet controller last failed to create
 	// a pod (its FailedCreate event: a ResourceQuota, an admission policy),
 	// while pods are missing; empty otherwise.

@@ -105,6 +105,7 @@ func TestAvailable(t *testing.T) {
 		{"foreign Service: the pods still serve", mc(3), foreignService, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
 		{"no StatefulSet for want of a Secret", mc(3), Observation{Secret: noSecret}, metav1.ConditionFalse, cachev1alpha1.ReasonSecretMissing},
 		{"StatefulSet held by a Secret: the pods still serve", mc(3), Observation{StatefulSet: complete, Secret: badSecret}, metav1.ConditionTrue, cachev1alpha1.ReasonMinimumReplicasAvailable},
+		{"enough ready, but no membership published: the clients find no server", mc(3), Observation{StatefulSet: statefulSet(3, 3, 2, 2, 2), Unpublished: "none yet"}, metav1.ConditionFalse, cachev1alpha1.ReasonMembershipUnpublished},
 	})
 }
 

@@ -259,9 +259,7 @@ func (s *scope) startMove(ctx context.Context, st membershipState, target discov
 	case st.published.Version > 0 && sameHosts(target, st.published):
 		return target, "", ctrl.Result{}, nil
 	case len(target.Nodes) < int(desired.Replicas(m)) && len(st.published.Nodes) == 0:
-		// A new Memcached: its membership is published whole, once every
-		// slot has a ready pod, so that no key moves.
-		return discovery.Cluster{Version: max(st.published.Version, 1)}, "", ctrl.Result{}, nil
+		return s.firstMembership(st, target)
 	case len(target.Nodes) < int(desired.Replicas(m)):
 		// A slot of the spec has no ready pod yet: its readiness is an
 		// event.
