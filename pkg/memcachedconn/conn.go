@@ -51,6 +51,10 @@ func Dial(ctx context.Context, o Options) (net.Conn, error) {
 		cfg := &tls.Config{
 			MinVersion:         tls.VersionTLS12,
 			InsecureSkipVerify: true, //nolint:gosec // loopback to the pod's own memcached; see Dial
+			// Each Write of up to 16 KiB goes as one record: the key
+			// mover's batches of values must (memcached 1.6.18 stalls on a
+			// value cut across records; pkg/move's recordBudget).
+			DynamicRecordSizingDisabled: true,
 		}
 		if o.Certificate != nil {
 			cfg.Certificates = []tls.Certificate{*o.Certificate}

@@ -43,12 +43,6 @@ type conn struct {
 	r *bufio.Reader
 }
 
-// peek waits until memcached's next answer has begun to arrive.
-func (c *conn) peek() error {
-	_, err := c.r.Peek(1)
-	return err
-}
-
 func (c *conn) line() (string, error) { return readLine(c.r) }
 
 // maxLine bounds a line memcached answers with, a key's metadump line the
@@ -177,59 +171,88 @@ func (c *conn) get(deadline time.Time, keys []string) ([]item, error) {
 	return out, nil
 }
 
+// recordBudget bounds the requests written at once over TLS. memcached
+// (1.6.18) reads the part of a value a read did not bring straight into
+// its item, exactly as long as it is: the rest of that TLS record stays in
+// OpenSSL's buffer, which its event loop does not look at, and the
+// connection stalls (seen: four values of 1 KiB, in Go's first records of
+// about 1.2 KiB, wait for ever). A batch written as one record (the
+// dialer writes each Write of up to 16 KiB as one, as memcachedconn.Dial
+// does) is read whole into memcached's read buffer of 16 KiB, and a value
+// larger than a record goes alone, its write ending where the value does.
+const recordBudget = 15 << 10
+
 // add adds items where the server holds no value for them yet, each with
 // its flags and time to live left, and returns each one's new CAS: 0 where
-// the server held one already (memcached's add refused it).
+// the server held one already (memcached's add refused it). In the clear
+// the items go in one write; over TLS in writes of at most recordBudget
+// (but for a larger item alone), each answered before the next.
 func (c *conn) add(deadline time.Time, items []item) ([]uint64, error) {
 	c.SetDeadline(deadline)
-	// memcached (1.6.18) stops reading a TLS connection whose pipelined
-	// requests hold values: what follows the first value waits in its TLS
-	// buffer, which its event loop does not look at. Over TLS each value
-	// goes on its own, its answer read before the next.
-	_, oneByOne := c.Conn.(*tls.Conn)
-	var req []byte
+	_, overTLS := c.Conn.(*tls.Conn)
+	out := make([]uint64, 0, len(items))
+	var req, one []byte
+	from := 0
+	send := func(to int) error {
+		if _, err := c.Write(req); err != nil {
+			return err
+		}
+		req = req[:0]
+		for _, it := range items[from:to] {
+			cas, err := c.added(it)
+			if err != nil {
+				return err
+			}
+			out = append(out, cas)
+		}
+		from = to
+		return nil
+	}
 	for i, it := range items {
 		ttl := it.ttl
 		if ttl < 0 {
 			ttl = 0 // none
 		}
 		word, flags := wireKey(it.key)
-		req = fmt.Appendf(req, "ms %s %d%s F%d T%d ME c\r\n", word, len(it.value), flags, it.flags, ttl)
-		req = append(append(req, it.value...), '\r', '\n')
-		if oneByOne || i == len(items)-1 {
-			if _, err := c.Write(req); err != nil {
-				return nil, err
-			}
-			req = req[:0]
-		}
-		if oneByOne {
-			if err := c.peek(); err != nil {
+		one = fmt.Appendf(one[:0], "ms %s %d%s F%d T%d ME c\r\n", word, len(it.value), flags, it.flags, ttl)
+		one = append(append(one, it.value...), '\r', '\n')
+		if overTLS && i > from && len(req)+len(one) > recordBudget {
+			if err := send(i); err != nil {
 				return nil, err
 			}
 		}
+		req = append(req, one...)
 	}
-	out := make([]uint64, len(items))
-	for i, it := range items {
-		line, err := c.line()
-		if err != nil {
+	if from < len(items) {
+		if err := send(len(items)); err != nil {
 			return nil, err
-		}
-		switch {
-		case line == "NS" || strings.HasPrefix(line, "NS "):
-		case strings.HasPrefix(line, "HD"):
-			for _, w := range strings.Fields(line)[1:] {
-				if w[0] == 'c' {
-					out[i], _ = strconv.ParseUint(w[1:], 10, 64)
-				}
-			}
-			if out[i] == 0 {
-				return nil, fmt.Errorf("ms %s: memcached answered %q, with no CAS", it.key, line)
-			}
-		default:
-			return nil, fmt.Errorf("ms %s: memcached answered %q", it.key, line)
 		}
 	}
 	return out, nil
+}
+
+// added reads memcached's answer to the add of it: the CAS it stored it
+// with, or 0 where it held a value already.
+func (c *conn) added(it item) (uint64, error) {
+	line, err := c.line()
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case line == "NS" || strings.HasPrefix(line, "NS "):
+		return 0, nil
+	case strings.HasPrefix(line, "HD"):
+		for _, w := range strings.Fields(line)[1:] {
+			if w[0] == 'c' {
+				if cas, _ := strconv.ParseUint(w[1:], 10, 64); cas != 0 {
+					return cas, nil
+				}
+			}
+		}
+		return 0, fmt.Errorf("ms %s: memcached answered %q, with no CAS", it.key, line)
+	default:
+		return 0, fmt.Errorf("ms %s: memcached answered %q", it.key, line)
+	}
 }
 
 // casKey is a key to delete: only while its CAS is cas, when not 0.

@@ -49,40 +49,68 @@ func TestTheMoverLogsInAsClientsDo(t *testing.T) {
 }
 
 // BenchmarkCopy100000Keys: a memcached's 100,000 keys (100-byte values)
-// copied to another, unbounded (go test -tags integration -bench Copy
-// -benchtime 3x ./pkg/move).
+// copied to another, unbounded, in the clear and over TLS with a login as
+// the pods copy (go test -tags integration -bench Copy -benchtime 3x
+// ./pkg/move). MB/s counts the values copied.
 func BenchmarkCopy100000Keys(b *testing.B) {
-	ctx := context.Background()
-	c := start(b, "127.0.0.88", 2)
-	from, to := c.names[0], c.names[1]
-	value := strings.Repeat("x", 100)
-	conn, err := plain(ctx, from)
+	const n, size = 100000, 100
+	dir := tlsFiles(b)
+	secure := func(ctx context.Context, server string) (net.Conn, error) {
+		return memcachedconn.Dial(ctx, memcachedconn.Options{Address: server, TLS: true, Login: "mover:secret"})
+	}
+	for _, bc := range []struct {
+		name string
+		args []string
+		dial move.Dialer
+	}{
+		{"clear", nil, plain},
+		{"TLS", tlsArgs(dir), secure},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx := context.Background()
+			c := start(b, "127.0.0.88", 2, bc.args...)
+			from, to := c.names[0], c.names[1]
+			fillWith(b, bc.dial, from, n, size)
+			after, err := ring.New(ring.Libmemcached, []string{to})
+			if err != nil {
+				b.Fatal(err)
+			}
+			mover := &move.Mover{Dial: bc.dial}
+			b.SetBytes(n * size)
+			for b.Loop() {
+				b.StopTimer()
+				fillWith(b, bc.dial, to, 0, 0)
+				b.StartTimer()
+				res, err := mover.Copy(ctx, from, after)
+				if err != nil || res.Copied != n {
+					b.Fatalf("%+v %v", res.Copied, err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "keys/s")
+		})
+	}
+}
+
+// fillWith empties server, then stores n keys of size-byte values on it.
+func fillWith(b *testing.B, dial move.Dialer, server string, n, size int) {
+	b.Helper()
+	conn, err := dial(context.Background(), server)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var req strings.Builder
-	for i := range 100000 {
-		fmt.Fprintf(&req, "ms key-%d %d q\r\n%s\r\n", i, len(value), value)
+	defer conn.Close()
+	if reply, err := memcachedconn.Command(conn, "flush_all\r\n"); err != nil || reply != "OK" {
+		b.Fatalf("flush_all: %q %v", reply, err)
 	}
-	req.WriteString("mn\r\n")
-	if reply, err := memcachedconn.Command(conn, req.String()); err != nil || reply != "MN" {
-		b.Fatalf("filling: %q %v", reply, err)
-	}
-	conn.Close()
-	after, err := ring.New(ring.Libmemcached, []string{to})
-	if err != nil {
-		b.Fatal(err)
-	}
-	mover := &move.Mover{Dial: plain}
-	for b.Loop() {
-		b.StopTimer()
-		if err := c.clients[to].FlushAll(); err != nil {
-			b.Fatal(err)
+	value := strings.Repeat("x", size)
+	for first := 0; first < n; first += 50 {
+		var req strings.Builder
+		for i := first; i < min(first+50, n); i++ {
+			fmt.Fprintf(&req, "ms key-%d %d q\r\n%s\r\n", i, size, value)
 		}
-		b.StartTimer()
-		res, err := mover.Copy(ctx, from, after)
-		if err != nil || res.Copied != 100000 {
-			b.Fatalf("%+v %v", res.Copied, err)
+		req.WriteString("mn\r\n")
+		if reply, err := memcachedconn.Command(conn, req.String()); err != nil || reply != "MN" {
+			b.Fatalf("filling: %q %v", reply, err)
 		}
 	}
 }
@@ -123,6 +151,22 @@ func TestTheLimitBoundsTheRate(t *testing.T) {
 // connection that pipelines values: four 1 KiB sets at once wait for ever,
 // seen here.)
 func TestTheMoverCopiesOverTLS(t *testing.T) {
+	dir := tlsFiles(t)
+	var names []string
+	for range 2 {
+		names = append(names, memcachedproc.StartOn(t, "127.0.0.89", tlsArgs(dir)...).Addr)
+	}
+	dial := func(ctx context.Context, server string) (net.Conn, error) {
+		return memcachedconn.Dial(ctx, memcachedconn.Options{Address: server, TLS: true, Login: "mover:secret"})
+	}
+	value := strings.Repeat("v", 1024)
+	copyAll(t, dial, names, 3000, func(int) string { return value }, "over TLS")
+}
+
+// tlsFiles writes a certificate, its key and an authentication file (the
+// login mover:secret) into a directory memcached can read.
+func tlsFiles(t testing.TB) string {
+	t.Helper()
 	dir := memcachedproc.FilesDir(t)
 	ca, err := testcerts.NewCA("move")
 	if err != nil {
@@ -137,16 +181,14 @@ func TestTheMoverCopiesOverTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var names []string
-	for range 2 {
-		names = append(names, memcachedproc.StartOn(t, "127.0.0.89", "--auth-file="+filepath.Join(dir, "authfile"), "--enable-ssl",
-			"--extended=ssl_chain_cert="+filepath.Join(dir, "tls.crt")+",ssl_key="+filepath.Join(dir, "tls.key")).Addr)
-	}
-	dial := func(ctx context.Context, server string) (net.Conn, error) {
-		return memcachedconn.Dial(ctx, memcachedconn.Options{Address: server, TLS: true, Login: "mover:secret"})
-	}
-	value := strings.Repeat("v", 1024)
-	copyAll(t, dial, names, 3000, func(int) string { return value }, "over TLS")
+	return dir
+}
+
+// tlsArgs are memcached's options for TLS and authentication with the
+// files of dir, as a Memcached's pods run it.
+func tlsArgs(dir string) []string {
+	return []string{"--auth-file=" + filepath.Join(dir, "authfile"), "--enable-ssl",
+		"--extended=ssl_chain_cert=" + filepath.Join(dir, "tls.crt") + ",ssl_key=" + filepath.Join(dir, "tls.key")}
 }
 
 // copyAll stores n keys (key-i, value(i)) on the first of servers through
