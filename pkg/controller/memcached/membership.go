@@ -40,14 +40,17 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 	st := membershipOf(current, s.told())
 	// A pod's address is published once it is ready: clients reach a new
 	// slot, or a slot's new pod, only once memcached serves there (until
-	// then a slot keeps the address published last, if any).
+	// then a slot keeps the address published last, if any); and, for a
+	// pod whose memcached restarts in place, once the restart is confirmed
+	// (a slot that handed its keys off takes them back only from the
+	// memcached that restarted empty).
 	ips := map[string]string{}
 	for _, p := range s.obs.Pods {
-		if p.IP != "" && p.Ready {
+		if p.IP != "" && p.Ready && p.RestartingFrom == "" {
 			ips[p.Name] = p.IP
 		}
 	}
-	membership := desired.Membership(s.m, ips, st.published)
+	membership := s.withoutHandOff(desired.Membership(s.m, ips, st.published), st.published)
 	var plan string
 	var res ctrl.Result
 	if s.movesKeys() {

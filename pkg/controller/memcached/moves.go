@@ -258,9 +258,9 @@ func (s *scope) startMove(ctx context.Context, st membershipState, target discov
 	switch {
 	case st.published.Version > 0 && sameHosts(target, st.published):
 		return target, "", ctrl.Result{}, nil
-	case len(target.Nodes) < int(desired.Replicas(m)) && len(st.published.Nodes) == 0:
+	case len(target.Nodes) < s.expectedSlots() && len(st.published.Nodes) == 0:
 		return s.firstMembership(st, target)
-	case len(target.Nodes) < int(desired.Replicas(m)):
+	case len(target.Nodes) < s.expectedSlots():
 		// A slot of the spec has no ready pod yet: its readiness is an
 		// event.
 		return held(st.published, ips), "", ctrl.Result{}, nil

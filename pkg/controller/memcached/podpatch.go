@@ -75,7 +75,11 @@ func (s *scope) replacePod(ctx context.Context, p *owned.Pod, why string) error 
 		return fmt.Errorf("deleting pod %s: %w", p.Name, err)
 	}
 	s.Owned.RememberDeleted(p)
+	cache := "its cache starts empty"
+	if s.handsOff() {
+		cache = "its keys are on the other slots until the new pod serves, and then come back"
+	}
 	s.podEvent(p, corev1.EventTypeNormal, eventReplacingPod, "Replace",
-		"Pod %s is replaced: %s; its cache starts empty", p.Name, why)
+		"Pod %s is replaced: %s; %s", p.Name, why, cache)
 	return nil
 }

@@ -82,6 +82,9 @@ func (s *scope) endRestart(ctx context.Context, p *owned.Pod, said podlog.Start,
 	case said.IsRestore():
 		s.podEvent(p, corev1.EventTypeNormal, eventRestartedWarm, "Restart",
 			"Pod %s restarted memcached in place %s: %s", p.Name, with, said)
+	case s.handsOff():
+		s.podEvent(p, corev1.EventTypeNormal, eventRestartedEmpty, "Restart",
+			"Pod %s restarted memcached in place %s, empty: %s; its keys, handed to the other slots, come back", p.Name, with, said)
 	default:
 		s.podEvent(p, corev1.EventTypeWarning, eventRestartedEmpty, "Restart",
 			"Pod %s restarted memcached in place %s, and its cache is empty: %s", p.Name, with, said)

@@ -103,7 +103,7 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 	}
 	slots, outdated, notReadyOutdated, waiting, result := pods.slots, pods.outdated, pods.notReadyOutdated, pods.waiting, pods.result
 	toChange := append(slices.Clone(outdated), notReadyOutdated...)
-	s.obs.Rolling, s.obs.RollingEmpties = rollingNote(toChange, want, waiting)
+	s.obs.Rolling, s.obs.RollingEmpties = rollingNote(toChange, want, waiting, s.handsOff())
 	// Pods that serve nothing first, all at once.
 	for _, p := range notReadyOutdated {
 		if err := s.bringToTemplate(ctx, p, st.UpdateRevision, want); err != nil {
@@ -123,6 +123,16 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 		j, _ := ordinal(b.Name, s.m.Name)
 		return int(i - j)
 	})
+	if s.handsOff() && costly(last, want) {
+		k, _ := ordinal(last.Name, s.m.Name)
+		s.handOff = desired.SlotHost(s.m.Name, s.m.Namespace, int(k))
+		done, err := s.handedOff(ctx, s.handOff)
+		if err != nil || !done {
+			// The membership's phase moves its keys: the move's end, the
+			// ConfigMap's change, is an event.
+			return result, err
+		}
+	}
 	err = s.bringToTemplate(ctx, last, st.UpdateRevision, want)
 	return s.requeueIfPatchLetGo(ctrl.Result{}), err
 }
@@ -141,8 +151,9 @@ func (s *scope) requeueIfPatchLetGo(result ctrl.Result) ctrl.Result {
 
 // rollingNote says, for the status, how the pods still to change take
 // want's template, and what the next of them waits for; and whether any
-// of them restarts memcached empty or is replaced, losing its cache.
-func rollingNote(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration, waiting string) (string, bool) {
+// of them restarts memcached empty or is replaced, losing its cache (not
+// where each hands its keys to the other slots first: handsOff).
+func rollingNote(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration, waiting string, handsOff bool) (string, bool) {
 	inPlace, empty, replaced := 0, 0, 0
 	var emptiedBy []string
 	for _, p := range outdated {
@@ -162,16 +173,20 @@ func rollingNote(outdated []*owned.Pod, want *appsv1ac.StatefulSetApplyConfigura
 	if inPlace > 0 {
 		notes = append(notes, fmt.Sprintf("%d pods to change in place (memcached restarts warm where its image or settings change)", inPlace))
 	}
-	if empty > 0 {
+	if empty > 0 && handsOff {
+		notes = append(notes, fmt.Sprintf("%d pods to change in place with memcached restarting empty (%s changes, which it keeps no item across), each handing its keys to the other slots first", empty, strings.Join(emptiedBy, ", or ")))
+	} else if empty > 0 {
 		notes = append(notes, fmt.Sprintf("%d pods to change in place with memcached restarting empty: %s changes, which it keeps no item across", empty, strings.Join(emptiedBy, ", or ")))
 	}
-	if replaced > 0 {
+	if replaced > 0 && handsOff {
+		notes = append(notes, fmt.Sprintf("%d pods to replace, each handing its keys to the other slots first: %s", replaced, owned.ShapeChangedMessage))
+	} else if replaced > 0 {
 		notes = append(notes, fmt.Sprintf("%d pods to replace, each starting with an empty cache: %s", replaced, owned.ShapeChangedMessage))
 	}
 	if waiting != "" {
 		notes = append(notes, waiting)
 	}
-	return strings.Join(notes, "; "), empty+replaced > 0
+	return strings.Join(notes, "; "), !handsOff && empty+replaced > 0
 }
 
 // ordinal is the slot of the pod name of the StatefulSet set.

@@ -73,7 +73,7 @@ func TestRollingNote(t *testing.T) {
 	// writes at once).
 	note := func(pods []*owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration, waiting string, empties bool) string {
 		t.Helper()
-		n, e := rollingNote(pods, want, waiting)
+		n, e := rollingNote(pods, want, waiting, false)
 		g.Expect(e).To(Equal(empties), "caches emptied: %s", n)
 		return n
 	}
@@ -81,6 +81,9 @@ func TestRollingNote(t *testing.T) {
 	g.Expect(note([]*owned.Pod{other, none}, want, "pod cache-2 is not ready", true)).To(Equal(
 		"2 pods to replace, each starting with an empty cache: the change is more than images, labels, annotations, settings memcached takes in its container, a memory limit its memory volume holds and resources; pod cache-2 is not ready"))
 	g.Expect(note(nil, want, "", false)).To(BeEmpty())
+	handed, empties := rollingNote([]*owned.Pod{other}, want, "", true)
+	g.Expect(empties).To(BeFalse(), "a pod that hands its keys over first loses none")
+	g.Expect(handed).To(HavePrefix("1 pods to replace, each handing its keys to the other slots first: "))
 
 	bigger := appsv1ac.StatefulSet("cache", "ns").WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(corev1ac.PodTemplateSpec().
 		WithAnnotations(map[string]string{desired.AnnotationPodShape: "s2", desired.AnnotationMemcachedSettings: "--threads=2\n--max-item-size=2097152"})))

@@ -73,6 +73,10 @@ type scope struct {
 	// older version of it), and the rollout looks again soon rather than
 	// only on the pod's next event.
 	podPatchLetGo bool
+	// handOff is the host name of the slot whose keys the rollout has the
+	// other slots take before its memcached loses them (a hand-off); empty
+	// when none is.
+	handOff string
 }
 
 func newScope(r *Reconciler, m *cachev1alpha1.Memcached) *scope {

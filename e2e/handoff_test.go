@@ -1,0 +1,127 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/discovery"
+	"github.com/example/memcached-operator/pkg/ring"
+)
+
+// A new memory limit, which memcached keeps no item across, with
+// spec.keyMoves: each pod hands its keys to the other slots before
+// memcached restarts empty in it, and takes them back once it serves. A
+// writer rewrites keys throughout, following the membership; afterwards
+// at least 95% of the keys hold their last value and none an older one,
+// every slot restarted empty (its event says its keys come back), and the
+// status never said that caches would be lost.
+func TestAMemoryLimitChangeHandsTheKeysOver(t *testing.T) {
+	var ns string
+	const name = "handing"
+	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+	rc := &ringClient{}
+	latest := map[string]string{}
+	endpoints := func(t *testing.T, cfg *envconf.Config) func() []string {
+		return func() []string { return discoveryEndpoints(t, cfg, key()) }
+	}
+	f := features.New("a memory limit change hands the keys over").WithLabel("needs", "containers").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if provider != "local" {
+				t.Skip("reaches the pods' addresses from this machine: local cluster only")
+			}
+			ns = namespace(t, cfg, name)
+			spec := onRealNode(3)
+			spec.KeyMoves = &cachev1alpha1.KeyMovesSpec{Ring: string(ring.Libmemcached), ClientPollSeconds: ptr.To[int32](3)}
+			runningMemcached(t, cfg, key(), spec)
+			g := NewWithT(t)
+			g.Eventually(func(g Gomega) {
+				g.Expect(rc.follow(endpoints(t, cfg)())).To(Succeed())
+				g.Expect(rc.addr).To(HaveLen(3))
+			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+			for i := range movedKeys {
+				k := keyName(i)
+				latest[k] = "v-" + strconv.Itoa(i)
+				g.Expect(rc.set(k, latest[k])).To(Succeed())
+			}
+			return ctx
+		}).
+		Assess("each slot hands its keys over, restarts empty, and takes them back", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g, k := NewWithT(t), kube(t, cfg)
+			statuses := startWatch(t, k, key())
+			w := startWriter(t, rc, endpoints(t, cfg), latest)
+			m := &cachev1alpha1.Memcached{}
+			g.Expect(k.Get(ctx, key(), m)).To(Succeed())
+			g.Expect(k.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"memoryLimitMiB":48}}`)))).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				for i := range 3 {
+					p := &corev1.Pod{}
+					g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("%s-%d", name, i)}, p)).To(Succeed())
+					g.Expect(p.Annotations).NotTo(HaveKey(desired.AnnotationRestartingFrom))
+					out, err := session{}.run(net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(desired.DefaultContainerPort))), "stats settings")
+					g.Expect(err).NotTo(HaveOccurred())
+					g.Expect(out).To(MatchRegexp(`(?m)^STAT maxbytes 50331648\r?$`), p.Name)
+				}
+				cm := &corev1.ConfigMap{}
+				g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: desired.MembershipName(name)}, cm)).To(Succeed())
+				g.Expect(cm.Data).NotTo(HaveKey(desired.MoveKey), "a move is under way")
+				cl, err := discovery.Parse([]byte(cm.Data[desired.MembershipKey]))
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(cl.Nodes).To(HaveLen(3), "every slot is back")
+				g.Expect(rc.follow(endpoints(t, cfg)())).To(Succeed())
+				g.Expect(rc.version).To(Equal(cl.Version), "the client has the membership")
+			}).WithTimeout(3 * movesWithin).WithPolling(time.Second).Should(Succeed())
+			w.halt()
+			t.Logf("the writer wrote %d values during the hand-offs", w.writes)
+			kept, stale, missed := 0, 0, 0
+			for i := range movedKeys {
+				k := keyName(i)
+				got, err := rc.get(k)
+				g.Expect(err).NotTo(HaveOccurred(), "reading %s", k)
+				switch {
+				case got == latest[k]:
+					kept++
+				case got == "":
+					missed++
+				case !w.uncertain[k]:
+					stale++
+					t.Errorf("%s reads %q, older than the last value written, %q", k, got, latest[k])
+				}
+			}
+			t.Logf("after the new memory limit: %d of %d keys kept, %d missed, %d stale", kept, movedKeys, missed, stale)
+			g.Expect(stale).To(BeZero())
+			g.Expect(float64(kept) / movedKeys).To(BeNumerically(">=", 0.95))
+			var restarted []string
+			for _, e := range eventsOf(g, t, cfg, key(), "RestartedEmpty") {
+				if e.Related != nil && strings.Contains(e.Note, "come back") {
+					restarted = append(restarted, e.Related.Name)
+				}
+			}
+			g.Expect(restarted).To(ConsistOf(name+"-0", name+"-1", name+"-2"), "each slot restarted empty after its hand-off")
+			g.Expect(eventsOf(g, t, cfg, key(), "KeyMoveIncomplete")).To(BeEmpty())
+			for _, s := range statuses.stop() {
+				if c := meta.FindStatusCondition(s.Status.Conditions, cachev1alpha1.ConditionProgressing); c != nil {
+					g.Expect(c.Message).NotTo(ContainSubstring("restarting empty: "), "the status said caches would be lost")
+				}
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}

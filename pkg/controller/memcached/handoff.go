@@ -1,0 +1,82 @@
+package memcached
+
+import (
+	"context"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/discovery"
+	"github.com/example/memcached-operator/pkg/owned"
+)
+
+// A hand-off: with spec.keyMoves, a pod the rollout would replace, or
+// restart empty in place (a memory limit, a maximum item size, a port,
+// TLS settings: anything memcached keeps no item across), first hands
+// its keys to the other slots. The rollout names the slot (scope.handOff);
+// the membership's phase moves the keys to the membership without it (a
+// move like a scale-down's: copied, published, settled); once that
+// membership is published and the move has ended, the rollout replaces or
+// restarts the pod. When the new memcached serves, its slot is in the
+// membership again, and a move brings back the keys the full membership
+// gives it (with the next slot's hand-off, if another is due: one move
+// does both). Clients reach the slot's keys on the other slots meanwhile.
+// A Memcached of one slot has no other to hand its keys to.
+
+// costly tells whether bringing p to want's template loses memcached's
+// items: a replacement or an empty restart.
+func costly(p *owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration) bool {
+	switch owned.Costliest(owned.Changes(p, want.Spec.Template)).Cost {
+	case owned.Replacement, owned.EmptyRestart:
+		return true
+	}
+	return false
+}
+
+// handsOff tells whether the Memcached's pods hand their keys over before
+// their memory goes.
+func (s *scope) handsOff() bool {
+	return s.movesKeys() && desired.Replicas(s.m) > 1
+}
+
+// handedOff tells whether slot's keys are handed off: the membership
+// published lacks it, and no move is under way.
+func (s *scope) handedOff(ctx context.Context, host string) (bool, error) {
+	current, err := s.current(ctx, configMaps)
+	if err != nil || current == nil || !metav1.IsControlledBy(current, s.m) {
+		return false, err
+	}
+	st := membershipOf(current, s.told())
+	return st.plan == nil && len(st.published.Nodes) > 0 && !listsSlot(st.published, host), nil
+}
+
+// withoutHandOff is c, a membership to publish after published, without
+// the slot being handed off, if any; its version one more than
+// published's only where its nodes differ (desired.Membership's rule).
+func (s *scope) withoutHandOff(c, published discovery.Cluster) discovery.Cluster {
+	if s.handOff == "" {
+		return c
+	}
+	c.Nodes = slices.DeleteFunc(slices.Clone(c.Nodes), func(n discovery.Node) bool { return n.Host == s.handOff })
+	c.Version = max(published.Version, 1)
+	if published.Version > 0 && !slices.Equal(c.Nodes, published.Nodes) {
+		c.Version = published.Version + 1
+	}
+	return c
+}
+
+// expectedSlots is how many slots the membership is to list once every
+// pod that serves is in it: all but the one being handed off.
+func (s *scope) expectedSlots() int {
+	if s.handOff == "" {
+		return int(desired.Replicas(s.m))
+	}
+	return int(desired.Replicas(s.m)) - 1
+}
+
+// listsSlot tells whether c lists the slot named host.
+func listsSlot(c discovery.Cluster, host string) bool {
+	return slices.ContainsFunc(c.Nodes, func(n discovery.Node) bool { return n.Host == host })
+}
