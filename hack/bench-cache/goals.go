@@ -96,7 +96,7 @@ func errorGoal(rows []measured, ops []operation) goal {
 // scale keeps nearly all.
 func keyGoals(ops []operation) (inPlace, moved goal) {
 	inPlace = goal{name: "an operation keeps every key whose slot stays, with the same pod", checked: len(ops) > 0, met: true}
-	moved = goal{name: fmt.Sprintf("a scale keeps at least %.0f%% of the keys, with no stale value (spec.keyMoves)", 100*minMovedKept), met: true}
+	moved = goal{name: fmt.Sprintf("a scale or a hand-off keeps at least %.0f%% of the keys, with no stale value (spec.keyMoves)", 100*minMovedKept), met: true}
 	var lost, kept, scales []string
 	for _, o := range ops {
 		if o.empties {

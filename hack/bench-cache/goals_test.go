@@ -27,7 +27,7 @@ func TestGoalsAreCheckedAgainstTheRun(t *testing.T) {
 	scaleUp := operation{name: "scale 3 → 4", keys: 100, inPlace: 75, kept: 99, pods: 3, podsAfter: 4, moves: true}
 	podDeleted := operation{name: "a pod deleted", keys: 100, inPlace: 66, kept: 66, pods: 3, podsAfter: 3, replaced: 1, errors: 12}
 	const errs, keep = "no client-visible error in a throughput row, nor on a slot whose pod stays untouched through an operation", "an operation keeps every key whose slot stays, with the same pod"
-	const moved = "a scale keeps at least 95% of the keys, with no stale value (spec.keyMoves)"
+	const moved = "a scale or a hand-off keeps at least 95% of the keys, with no stale value (spec.keyMoves)"
 
 	tests := []struct {
 		name  string

@@ -49,8 +49,9 @@ type operation struct {
 	replaced, pods int // pods replaced, of pods before
 	restarted      int // pods whose memcached restarted in place
 	podsAfter      int
-	// moves: the operation changes the slots, and the operator moves the
-	// keys (spec.keyMoves).
+	// moves: the operation changes the slots, or restarts or replaces
+	// pods whose keys the operator hands off first, and the operator moves
+	// the keys (spec.keyMoves).
 	moves bool
 	// empties: memcached keeps no item across the operation (a new memory
 	// limit), and the operator says so: the keys it loses are no miss.
@@ -129,10 +130,10 @@ func (o *opsRun) steps() []opStep {
 		{"threads change (a setting memcached keeps; restarted in place)", 3, true, false, false, nil, func() error {
 			return o.patch(o.memcached(), `{"spec":{"threads":2}}`)
 		}},
-		{"memory limit lowered 64 → 48 MiB (memcached cannot keep it; restarted in place, empty)", 3, true, true, true, nil, func() error {
+		{"memory limit lowered 64 → 48 MiB (memcached cannot keep it: each pod's keys handed off, memcached restarted in place, empty)", 3, true, true, false, nil, func() error {
 			return o.patch(o.memcached(), `{"spec":{"memoryLimitMiB":48}}`)
 		}},
-		{"memory limit raised 48 → 96 MiB, past the pods' memory volume (the pods replaced)", 3, true, true, false, nil, func() error {
+		{"memory limit raised 48 → 96 MiB, past the pods' memory volume (each pod's keys handed off, the pod replaced)", 3, true, true, false, nil, func() error {
 			return o.patch(o.memcached(), `{"spec":{"memoryLimitMiB":96}}`)
 		}},
 		{"certificate rotation (a new certificate from the same CA)", 3, false, true, false, o.served(func(addr string) bool {

@@ -110,7 +110,7 @@ func (o *opsRun) served(ok func(addr string) bool) func() error {
 // what the client kept through it.
 func (o *opsRun) run(round int, s opStep) (operation, error) {
 	ctx, e := o.ctx, o.e
-	op := operation{name: s.name, keys: e.cfg.opKeys, moves: strings.HasPrefix(s.name, "scale "), empties: s.empties}
+	op := operation{name: s.name, keys: e.cfg.opKeys, moves: strings.HasPrefix(s.name, "scale ") || strings.Contains(s.name, "keys handed off"), empties: s.empties}
 	load := e.cfg.load
 	load.keys = e.cfg.opKeys
 	if err := store(ctx, o.c, load, round); err != nil {
