@@ -127,3 +127,23 @@ func (w *running) waitForSetting(t *testing.T, name, value string) {
 		}
 	}
 }
+
+// New settings memcached refuses at its start (a maximum item size over
+// half its memory, which the CRD never lets through, but the file is a
+// pod's annotation): the restart for them is a start like the first, on
+// the saved state, so the runner tries once more on nothing, as for a save
+// memcached trips over, and then hands memcached's failure to the kubelet.
+func TestSettingsMemcachedRefusesFailAsAStartDoes(t *testing.T) {
+	dir := memoryDir(t)
+	settings := filepath.Join(t.TempDir(), "settings")
+	writeSettings(t, settings, "--threads=2\n")
+	w := startWith(t, dir, settings, "-m", "64")
+	fill(t, w.addr, 100)
+	writeSettings(t, settings, "--max-item-size=67108864\n")
+	if code := w.wait(t); code == 0 {
+		t.Fatalf("exit code 0 on settings memcached refuses; it said:\n%s", w.output())
+	}
+	if !w.said("memcached failed while restoring its memory file; starting it empty") {
+		t.Errorf("no start on nothing after the restart for new settings failed:\n%s", w.logs.String())
+	}
+}
