@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -23,7 +22,6 @@ import (
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/discovery"
-	"github.com/example/memcached-operator/pkg/ring"
 )
 
 // A new memory limit, which memcached keeps no item across, with
@@ -48,19 +46,7 @@ func TestAMemoryLimitChangeHandsTheKeysOver(t *testing.T) {
 				t.Skip("reaches the pods' addresses from this machine: local cluster only")
 			}
 			ns = namespace(t, cfg, name)
-			spec := onRealNode(3)
-			spec.KeyMoves = &cachev1alpha1.KeyMovesSpec{Ring: string(ring.Libmemcached), ClientPollSeconds: ptr.To[int32](3)}
-			runningMemcached(t, cfg, key(), spec)
-			g := NewWithT(t)
-			g.Eventually(func(g Gomega) {
-				g.Expect(rc.follow(endpoints(t, cfg)())).To(Succeed())
-				g.Expect(rc.addr).To(HaveLen(3))
-			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-			for i := range movedKeys {
-				k := keyName(i)
-				latest[k] = "v-" + strconv.Itoa(i)
-				g.Expect(rc.set(k, latest[k])).To(Succeed())
-			}
+			keyMovingMemcached(t, cfg, key(), rc, latest, endpoints(t, cfg))
 			return ctx
 		}).
 		Assess("each slot hands its keys over, restarts empty, and takes them back", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -90,21 +76,7 @@ func TestAMemoryLimitChangeHandsTheKeysOver(t *testing.T) {
 			}).WithTimeout(3 * movesWithin).WithPolling(time.Second).Should(Succeed())
 			w.halt()
 			t.Logf("the writer wrote %d values during the hand-offs", w.writes)
-			kept, stale, missed := 0, 0, 0
-			for i := range movedKeys {
-				k := keyName(i)
-				got, err := rc.get(k)
-				g.Expect(err).NotTo(HaveOccurred(), "reading %s", k)
-				switch {
-				case got == latest[k]:
-					kept++
-				case got == "":
-					missed++
-				case !w.uncertain[k]:
-					stale++
-					t.Errorf("%s reads %q, older than the last value written, %q", k, got, latest[k])
-				}
-			}
+			_, kept, missed, stale := readBack(t, rc, w, latest)
 			t.Logf("after the new memory limit: %d of %d keys kept, %d missed, %d stale", kept, movedKeys, missed, stale)
 			g.Expect(stale).To(BeZero())
 			g.Expect(float64(kept) / movedKeys).To(BeNumerically(">=", 0.95))

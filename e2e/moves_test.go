@@ -235,6 +235,52 @@ func saidMoving(seen []cachev1alpha1.Memcached) bool {
 	return false
 }
 
+// readBack reads every key through rc, once the writer w has stopped: what
+// each reads, and how many hold their last value (latest), read as a miss,
+// or read older than the last written (an error each; a key whose last
+// write failed may hold either).
+func readBack(t *testing.T, rc *ringClient, w *writer, latest map[string]string) (got map[string]string, kept, missed, stale int) {
+	t.Helper()
+	got = map[string]string{}
+	for i := range movedKeys {
+		k := keyName(i)
+		v, err := rc.get(k)
+		NewWithT(t).Expect(err).NotTo(HaveOccurred(), "reading %s", k)
+		got[k] = v
+		switch {
+		case v == latest[k]:
+			kept++
+		case v == "":
+			missed++
+		case !w.uncertain[k]:
+			stale++
+			t.Errorf("%s reads %q, older than the last value written, %q", k, v, latest[k])
+		}
+	}
+	return got, kept, missed, stale
+}
+
+// keyMovingMemcached runs the Memcached key, of three slots on the real
+// node with spec.keyMoves (libmemcached's ring, a poll of 3 s), has rc
+// follow its membership, and stores movedKeys keys through it, each one's
+// value in latest.
+func keyMovingMemcached(t *testing.T, cfg *envconf.Config, key client.ObjectKey, rc *ringClient, latest map[string]string, endpoints func() []string) {
+	t.Helper()
+	spec := onRealNode(3)
+	spec.KeyMoves = &cachev1alpha1.KeyMovesSpec{Ring: string(ring.Libmemcached), ClientPollSeconds: ptr.To[int32](3)}
+	runningMemcached(t, cfg, key, spec)
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		g.Expect(rc.follow(endpoints())).To(Succeed())
+		g.Expect(rc.addr).To(HaveLen(3))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	for i := range movedKeys {
+		k := keyName(i)
+		latest[k] = "v-" + strconv.Itoa(i)
+		g.Expect(rc.set(k, latest[k])).To(Succeed())
+	}
+}
+
 // discoveryEndpoints are the discovery endpoints of the pods of the
 // Memcached key now.
 func discoveryEndpoints(t *testing.T, cfg *envconf.Config, key client.ObjectKey) []string {
@@ -289,23 +335,12 @@ func TestAScaleMovesTheKeys(t *testing.T) {
 		w.halt()
 		t.Logf("the writer wrote %d values during the move", w.writes)
 		after := rc.current()
-		kept, stale, missed, moving, movedKept := 0, 0, 0, 0, 0
-		for i := range movedKeys {
-			k := keyName(i)
-			got, err := rc.get(k)
-			g.Expect(err).NotTo(HaveOccurred(), "reading %s", k)
-			switch {
-			case got == latest[k]:
-				kept++
-			case got == "":
-				missed++
-			case !w.uncertain[k]:
-				stale++
-				t.Errorf("%s reads %q, older than the last value written, %q", k, got, latest[k])
-			}
-			if i >= rewrittenKeys && before.Server(k) != after.Server(k) {
+		got, kept, missed, stale := readBack(t, rc, w, latest)
+		moving, movedKept := 0, 0
+		for i := rewrittenKeys; i < movedKeys; i++ {
+			if k := keyName(i); before.Server(k) != after.Server(k) {
 				moving++
-				if got == latest[k] {
+				if got[k] == latest[k] {
 					movedKept++
 				}
 			}
@@ -324,19 +359,7 @@ func TestAScaleMovesTheKeys(t *testing.T) {
 				t.Skip("reaches the pods' addresses from this machine: local cluster only")
 			}
 			ns = namespace(t, cfg, "moving")
-			spec := onRealNode(3)
-			spec.KeyMoves = &cachev1alpha1.KeyMovesSpec{Ring: string(ring.Libmemcached), ClientPollSeconds: ptr.To[int32](3)}
-			runningMemcached(t, cfg, key(), spec)
-			g := NewWithT(t)
-			g.Eventually(func(g Gomega) {
-				g.Expect(rc.follow(endpoints(t, cfg)())).To(Succeed())
-				g.Expect(rc.addr).To(HaveLen(3))
-			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-			for i := range movedKeys {
-				k := keyName(i)
-				latest[k] = "v-" + strconv.Itoa(i)
-				g.Expect(rc.set(k, latest[k])).To(Succeed())
-			}
+			keyMovingMemcached(t, cfg, key(), rc, latest, endpoints(t, cfg))
 			return ctx
 		}).
 		Assess("a scale-up through the scale subresource copies the new slot's keys before it is published", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
