@@ -140,6 +140,7 @@ func (c *conn) get(deadline time.Time, keys []string) ([]item, error) {
 			return nil, fmt.Errorf("mg %s: %q", k, line)
 		}
 		it := item{key: k, value: make([]byte, size+2)}
+		given := ""
 		for _, w := range words[2:] {
 			var err error
 			switch w[0] {
@@ -155,6 +156,12 @@ func (c *conn) get(deadline time.Time, keys []string) ([]item, error) {
 			if err != nil {
 				return nil, fmt.Errorf("mg %s: %q", k, line)
 			}
+			given += w[:1]
+		}
+		if given != "ftc" {
+			// Without its time to live, say, a value would read as
+			// expiring now.
+			return nil, fmt.Errorf("mg %s: memcached answered %q, not the flags, time to live and CAS asked", k, line)
 		}
 		if _, err := io.ReadFull(c.r, it.value); err != nil {
 			return nil, err

@@ -146,8 +146,8 @@ func TestTheLimitBoundsTheRate(t *testing.T) {
 
 // TestTheMoverCopiesOverTLS: two memcacheds with TLS and an
 // authentication file, as a Memcached's pods run them, holding 3,000 keys
-// of 1 KiB: the mover, over TLS and logged in, copies every key the ring
-// of two gives the second. (memcached 1.6.18 stops reading a TLS
+// of 1 KiB to 20 KiB: the mover, over TLS and logged in, copies every key
+// the ring of two gives the second. (memcached 1.6.18 stops reading a TLS
 // connection that pipelines values: four 1 KiB sets at once wait for ever,
 // seen here.)
 func TestTheMoverCopiesOverTLS(t *testing.T) {
@@ -159,8 +159,18 @@ func TestTheMoverCopiesOverTLS(t *testing.T) {
 	dial := func(ctx context.Context, server string) (net.Conn, error) {
 		return memcachedconn.Dial(ctx, memcachedconn.Options{Address: server, TLS: true, Login: "mover:secret"})
 	}
-	value := strings.Repeat("v", 1024)
-	copyAll(t, dial, names, 3000, func(int) string { return value }, "over TLS")
+	// Values of 1 KiB, of 4,000 bytes, and larger than a TLS record, in
+	// every order: a batch of them cut anywhere but after a whole value
+	// would stall memcached.
+	copyAll(t, dial, names, 3000, func(i int) string {
+		switch {
+		case i%50 == 0:
+			return strings.Repeat("b", 20<<10)
+		case i%7 == 0:
+			return strings.Repeat("m", 4000)
+		}
+		return strings.Repeat("v", 1024)
+	}, "over TLS")
 }
 
 // tlsFiles writes a certificate, its key and an authentication file (the
