@@ -96,12 +96,13 @@ type item struct {
 	cas   uint64
 }
 
-// copyPasses is how many times Copy lists the server's keys: memcached's
-// LRU crawler walks the HOT, WARM and COLD queues in turn, and can miss an
-// item a client's get moves into a queue it has walked already. With one
-// listing, a scale-down with gets running left 2 of 768 keys uncopied
-// (bench-cache-check). A key the first listing missed is copied after the
-// second.
+// copyPasses is how many times Copy lists the server's keys. When the
+// listing walked memcached's LRU queues, it could miss an item a client's
+// get moved into a queue it had walked already: with one listing, a
+// scale-down with gets running left 2 of 768 keys uncopied
+// (bench-cache-check). It walks the hash table now (list), which can still
+// miss an item the table moves while it grows; a key the first listing
+// missed is copied after the second.
 const copyPasses = 2
 
 // Copy copies every key server holds that after puts on another server to
@@ -223,7 +224,11 @@ type listed struct {
 
 // list is every key server holds, from memcached's lru_crawler metadump on
 // a connection of its own (memcached answers nothing else on it until the
-// dump ends). A crawler already running (BUSY) is waited for.
+// dump ends), which walks memcached's hash table: a walk of its LRU queues
+// ("metadump all") misses the items that move between the queues while it
+// walks, many of them in a memcached just filled (seen: about half the keys
+// of pods a hand-off had just filled, with gets running). A crawler already
+// running (BUSY) is waited for.
 func (m *Mover) list(ctx context.Context, server string) ([]listed, error) {
 	for {
 		keys, busy, err := m.dump(ctx, server)
@@ -249,7 +254,7 @@ func (m *Mover) dump(ctx context.Context, server string) ([]listed, bool, error)
 	if err := nc.SetDeadline(time.Time{}); err != nil {
 		return nil, false, err
 	}
-	if _, err := nc.Write([]byte("lru_crawler metadump all\r\n")); err != nil {
+	if _, err := nc.Write([]byte("lru_crawler metadump hash\r\n")); err != nil {
 		return nil, false, err
 	}
 	r := bufio.NewReaderSize(nc, 64<<10)

@@ -229,6 +229,25 @@ func copyAll(t *testing.T, dial move.Dialer, servers []string, n int, value func
 	if res.Listed != n || res.Copied == 0 || res.Copied != res.Leaving {
 		t.Errorf("copied %s: %+v", how, res)
 	}
+	// Every key copied reads on its new owner as it was stored.
+	conns := map[string]net.Conn{}
+	for _, s := range servers[1:] {
+		if conns[s], err = dial(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		defer conns[s].Close()
+	}
+	for i := range n {
+		k := fmt.Sprintf("key-%d", i)
+		owner := after.Server(k)
+		if owner == servers[0] {
+			continue
+		}
+		reply, err := memcachedconn.Command(conns[owner], "mg "+k+" s\r\n")
+		if want := fmt.Sprintf("HD s%d", len(value(i))); err != nil || reply != want {
+			t.Fatalf("%s on its new owner %s: %q %v, want %q", k, owner, reply, err, want)
+		}
+	}
 	return after
 }
 
