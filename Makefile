@@ -157,6 +157,10 @@ MUTATION_PKGS ?= ring move status desired material discovery warm reload setting
 mutation: $(GREMLINS) ## Mutation-test the packages whose tests need no cluster (gremlins, MUTATION_PKGS=...); fails below 85% efficacy in any (docs/reliability.md).
 	hack/mutation.sh $(MUTATION_PKGS)
 
+.PHONY: broken-once
+broken-once: k8s-binaries ## Break the product once for each entry of docs/reliability.md that hack/brokenonce lists, and check that its test fails (BROKEN_ONCE_RUN=<part of a test name> for some).
+	go run ./hack/brokenonce $(if $(BROKEN_ONCE_RUN),-run $(BROKEN_ONCE_RUN))
+
 .PHONY: vulncheck
 # The programs the operator image ships, built as the Dockerfile builds
 # them (its toolchain: go.mod's, which GOTOOLCHAIN enforces there too).

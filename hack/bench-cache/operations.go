@@ -130,7 +130,7 @@ func (o *opsRun) steps() []opStep {
 		{"threads change (a setting memcached keeps; restarted in place)", 3, true, false, false, nil, func() error {
 			return o.patch(o.memcached(), `{"spec":{"threads":2}}`)
 		}},
-		{"memory limit lowered 64 → 48 MiB (memcached cannot keep it: each pod's keys handed off, memcached restarted in place, empty)", 3, true, true, false, nil, func() error {
+		{"memory limit lowered 64 → 48 MiB (memcached cannot keep it: each pod's keys handed off, memcached restarted in place, empty)", 3, true, true, true, nil, func() error {
 			return o.patch(o.memcached(), `{"spec":{"memoryLimitMiB":48}}`)
 		}},
 		{"memory limit raised 48 → 96 MiB, past the pods' memory volume (each pod's keys handed off, the pod replaced)", 3, true, true, false, nil, func() error {

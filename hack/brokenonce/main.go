@@ -1,0 +1,99 @@
+// Command brokenonce breaks the product once for each entry of entries,
+// runs the test the entry names against the broken code, and reports
+// whether it failed, as docs/reliability.md's last column says it does:
+// those entries are re-done on the code of the day by one command (make
+// broken-once), not only recorded when they were first tried. Each break
+// is an exact edit of one file, which must be found exactly once; the
+// file is restored after its test, whatever happens.
+//
+// It exits non-zero when a test passed against its break, or a break no
+// longer matches the code (the entry is to be written again).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// entry is one break: in File, Old replaced by New, and the test Run (a
+// test name) of Pkg, built with Tags, expected to fail.
+type entry struct {
+	Row, File, Old, New, Pkg, Tags, Run string
+}
+
+func main() {
+	only := flag.String("run", "", "only the entries whose test name contains this")
+	flag.Parse()
+	var bad []string
+	for _, e := range entries {
+		if *only != "" && !strings.Contains(e.Run, *only) {
+			continue
+		}
+		start := time.Now()
+		verdict, err := try(e)
+		if err != nil {
+			verdict = "error: " + err.Error()
+		}
+		fmt.Printf("%-60s %-55s %s (%s)\n", e.Row, e.Run, verdict, time.Since(start).Round(time.Second))
+		if verdict != failedAsRecorded {
+			bad = append(bad, e.Run)
+		}
+	}
+	if len(bad) > 0 {
+		fmt.Fprintf(os.Stderr, "not failing against their break: %s\n", strings.Join(bad, ", "))
+		os.Exit(1)
+	}
+}
+
+const failedAsRecorded = "fails, as recorded"
+
+// try applies e's break, runs its test and restores the file.
+func try(e entry) (string, error) {
+	was, err := os.ReadFile(e.File)
+	if err != nil {
+		return "", err
+	}
+	if n := strings.Count(string(was), e.Old); n != 1 {
+		return fmt.Sprintf("the break matches the code %d times: write the entry again", n), nil
+	}
+	restore := func() { _ = os.WriteFile(e.File, was, 0o644) }
+	defer restore()
+	interrupted := make(chan os.Signal, 1)
+	signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(interrupted)
+	go func() {
+		if _, ok := <-interrupted; ok {
+			restore()
+			os.Exit(2)
+		}
+	}()
+	if err := os.WriteFile(e.File, []byte(strings.Replace(string(was), e.Old, e.New, 1)), 0o644); err != nil {
+		return "", err
+	}
+	args := []string{"test", "-count=1", "-run", "^" + e.Run + "$"}
+	if e.Tags != "" {
+		args = append(args, "-tags", e.Tags)
+	}
+	cmd := exec.Command("go", append(args, e.Pkg)...)
+	out, err := cmd.CombinedOutput()
+	switch {
+	case err == nil:
+		return "PASSES against its break", nil
+	case strings.Contains(string(out), "--- FAIL: "+e.Run):
+		return failedAsRecorded, nil
+	default:
+		// A build failure or a panic elsewhere is not the test failing.
+		return "", fmt.Errorf("%s did not run to a failure:\n%s", e.Run, tail(string(out)))
+	}
+}
+
+func tail(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-10):], "\n")
+}
