@@ -46,7 +46,7 @@ var entries = []entry{
 	{"the hand-off named in the status", "pkg/controller/memcached/rollout.go",
 		`return strings.Join(notes, "; "), !handsOff && empty+replaced > 0`, `return strings.Join(notes, "; "), empty+replaced > 0`,
 		"./pkg/controller/memcached", "", "TestRollingNote"},
-	{"keys of up to 250 bytes move", "pkg/move/wire.go",
+	{"keys of up to 250 bytes move", "pkg/move/keys.go",
 		"if plainKey(key) {", "if false {",
 		"./pkg/move", "integration", "TestTheLongestKeysMove"},
 	{"values over TLS in whole records", "pkg/memcachedconn/conn.go",

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -72,44 +71,6 @@ func readLine(r *bufio.Reader) (string, error) {
 	}
 }
 
-// maxKey is the longest key memcached takes on a command line (its
-// KEY_MAX_LENGTH), as sent: memcached 1.6.18 bounds a base64 key before it
-// decodes it.
-const maxKey = 250
-
-// wireKey is key as a meta command carries it: its word, and the flags to
-// add after the command's other words. A key the text protocol takes as it
-// is goes as it is; any other, whatever bytes a client stored it with (the
-// binary protocol takes any), goes in base64 with the b flag, so that it
-// never reads as more than one word of a command line. A key of more than
-// 186 bytes that needs base64 cannot be sent at all (speakable).
-func wireKey(key string) (word, flags string) {
-	if plainKey(key) {
-		return key, ""
-	}
-	return base64.StdEncoding.EncodeToString([]byte(key)), " b"
-}
-
-// plainKey tells whether key can go on a command line as it is: at most
-// maxKey bytes, none a space or a control byte.
-func plainKey(key string) bool {
-	if key == "" || len(key) > maxKey {
-		return false
-	}
-	for i := range len(key) {
-		if key[i] <= ' ' || key[i] == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-// speakable tells whether memcached takes key on a command line, as
-// wireKey writes it.
-func speakable(key string) bool {
-	return plainKey(key) || base64.StdEncoding.EncodedLen(len(key)) <= maxKey
-}
-
 // get reads keys (value, client flags, time to live left, CAS); a key
 // memcached no longer holds is left out.
 func (c *conn) get(deadline time.Time, keys []string) ([]item, error) {
@@ -131,37 +92,9 @@ func (c *conn) get(deadline time.Time, keys []string) ([]item, error) {
 		if line == "EN" {
 			continue
 		}
-		words := strings.Fields(line)
-		if len(words) < 2 || words[0] != "VA" {
-			return nil, fmt.Errorf("mg %s: memcached answered %q", k, line)
-		}
-		size, err := strconv.Atoi(words[1])
-		if err != nil || size < 0 || size > maxValue {
-			return nil, fmt.Errorf("mg %s: %q", k, line)
-		}
-		it := item{key: k, value: make([]byte, size+2)}
-		given := ""
-		for _, w := range words[2:] {
-			var err error
-			switch w[0] {
-			case 'f':
-				var f uint64
-				f, err = strconv.ParseUint(w[1:], 10, 32)
-				it.flags = uint32(f)
-			case 't':
-				it.ttl, err = strconv.ParseInt(w[1:], 10, 64)
-			case 'c':
-				it.cas, err = strconv.ParseUint(w[1:], 10, 64)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("mg %s: %q", k, line)
-			}
-			given += w[:1]
-		}
-		if given != "ftc" {
-			// Without its time to live, say, a value would read as
-			// expiring now.
-			return nil, fmt.Errorf("mg %s: memcached answered %q, not the flags, time to live and CAS asked", k, line)
+		it, err := valueLine(k, line)
+		if err != nil {
+			return nil, err
 		}
 		if _, err := io.ReadFull(c.r, it.value); err != nil {
 			return nil, err
@@ -169,13 +102,52 @@ func (c *conn) get(deadline time.Time, keys []string) ([]item, error) {
 		if !bytes.HasSuffix(it.value, []byte("\r\n")) {
 			return nil, fmt.Errorf("mg %s: the value does not end its line", k)
 		}
-		it.value = it.value[:size]
+		it.value = it.value[:len(it.value)-2]
 		if it.ttl == 0 {
 			continue // expiring now: nothing to copy
 		}
 		out = append(out, it)
 	}
 	return out, nil
+}
+
+// valueLine reads the line of memcached's answer to "mg <key> v f t c"
+// that announces key's value: its item, the value's room made (its size
+// and its line's end).
+func valueLine(k, line string) (item, error) {
+	words := strings.Fields(line)
+	if len(words) < 2 || words[0] != "VA" {
+		return item{}, fmt.Errorf("mg %s: memcached answered %q", k, line)
+	}
+	size, err := strconv.Atoi(words[1])
+	if err != nil || size < 0 || size > maxValue {
+		return item{}, fmt.Errorf("mg %s: %q", k, line)
+	}
+	it := item{key: k, value: make([]byte, size+2)}
+	given := ""
+	for _, w := range words[2:] {
+		var err error
+		switch w[0] {
+		case 'f':
+			var f uint64
+			f, err = strconv.ParseUint(w[1:], 10, 32)
+			it.flags = uint32(f)
+		case 't':
+			it.ttl, err = strconv.ParseInt(w[1:], 10, 64)
+		case 'c':
+			it.cas, err = strconv.ParseUint(w[1:], 10, 64)
+		}
+		if err != nil {
+			return item{}, fmt.Errorf("mg %s: %q", k, line)
+		}
+		given += w[:1]
+	}
+	if given != "ftc" {
+		// Without its time to live, say, a value would read as expiring
+		// now.
+		return item{}, fmt.Errorf("mg %s: memcached answered %q, not the flags, time to live and CAS asked", k, line)
+	}
+	return it, nil
 }
 
 // recordBudget bounds the requests written at once over TLS. memcached
