@@ -20,17 +20,60 @@ import (
 
 // confirmRestart reads what the warm runner of p's restarted memcached
 // said of its cache, and tells it: on the pod (desired.AnnotationWarmRestart,
-// which ends the restart) and in an event.
-func (s *scope) confirmRestart(ctx context.Context, p *owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration) error {
+// which ends the restart) and in an event. The runner says it once
+// memcached serves, which the pod's readiness can tell first: done is false
+// while it has not said yet, for runnerSayWait after its log began; then,
+// or at once where the log is empty (no runner), the restart is ended with
+// what it said, nothing.
+func (s *scope) confirmRestart(ctx context.Context, p *owned.Pod, want *appsv1ac.StatefulSetApplyConfiguration) (bool, error) {
+	said, done, err := s.runnersWord(ctx, p)
+	if err != nil || !done {
+		return false, err
+	}
+	image := owned.TemplateImages(want.Spec.Template)[owned.ContainerImage{Name: desired.ContainerName}.Key()]
+	ctrl.LoggerFrom(ctx).Info("memcached restarted in place", "pod", p.Name, "restored", said.IsRestore(), "items", said.Items)
+	return true, s.endRestart(ctx, p, said, "with image "+image)
+}
+
+// runnersWord is what the warm runner of p's memcached said of the cache
+// at its start; done is false while it is still to be waited for.
+func (s *scope) runnersWord(ctx context.Context, p *owned.Pod) (podlog.Start, bool, error) {
 	limit := int64(logLimitBytes)
 	log, err := s.Logs.Read(ctx, p.Namespace, p.Name, &corev1.PodLogOptions{Container: desired.ContainerName, LimitBytes: &limit})
 	if err != nil {
-		return fmt.Errorf("reading the log of pod %s's memcached: %w", p.Name, err)
+		return podlog.Start{}, false, fmt.Errorf("reading the log of pod %s's memcached: %w", p.Name, err)
 	}
-	said, _ := podlog.FirstStart(log, nil)
-	image := owned.TemplateImages(want.Spec.Template)[owned.ContainerImage{Name: desired.ContainerName}.Key()]
-	ctrl.LoggerFrom(ctx).Info("memcached restarted in place", "pod", p.Name, "restored", said.IsRestore(), "items", said.Items)
-	return s.endRestart(ctx, p, said, "with image "+image)
+	said, ok := podlog.FirstStart(log, nil)
+	if ok {
+		return said, true, nil
+	}
+	// An empty log: no runner, which says it starts memcached before
+	// memcached can serve.
+	started, err := s.logStarted(ctx, p)
+	if err != nil || (!started.IsZero() && s.now().Sub(started) < runnerSayWait) {
+		return podlog.Start{}, false, err
+	}
+	return podlog.Start{}, true, nil
+}
+
+// runnerSayWait is how long after memcached's container started the warm
+// runner is waited for to say what it restored.
+const runnerSayWait = 30 * time.Second
+
+// logStarted is when the log of p's memcached container began (its first
+// line's time, as the kubelet stamps it), or zero before it has a line.
+func (s *scope) logStarted(ctx context.Context, p *owned.Pod) (time.Time, error) {
+	limit := int64(128)
+	log, err := s.Logs.Read(ctx, p.Namespace, p.Name, &corev1.PodLogOptions{Container: desired.ContainerName, LimitBytes: &limit, Timestamps: true})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading the log of pod %s's memcached: %w", p.Name, err)
+	}
+	stamp, _, _ := strings.Cut(string(log), " ")
+	t, err := time.Parse(time.RFC3339Nano, stamp)
+	if err != nil {
+		return time.Time{}, nil
+	}
+	return t, nil
 }
 
 // confirmSettingsRestart reads, in the log of p's memcached since new
@@ -180,7 +223,11 @@ func (s *scope) confirmPod(ctx context.Context, p *owned.Pod, want *appsv1ac.Sta
 		if !restarted(p, want) {
 			return fmt.Sprintf("memcached is restarting in place in pod %s", p.Name), ctrl.Result{}, nil
 		}
-		return "", ctrl.Result{}, s.confirmRestart(ctx, p, want)
+		done, err := s.confirmRestart(ctx, p, want)
+		if err != nil || done {
+			return "", ctrl.Result{}, err
+		}
+		return fmt.Sprintf("the warm runner in pod %s has not said yet what memcached restored", p.Name), ctrl.Result{RequeueAfter: settingsPoll}, nil
 	case !p.Ready:
 		return fmt.Sprintf("pod %s is not ready", p.Name), ctrl.Result{}, nil
 	}
