@@ -82,9 +82,11 @@ func DiscoveryAddress(m *cachev1alpha1.Memcached) string {
 // client keeps the slot's keys where they are; a slot whose pod never had
 // an address in ips (a new one, on a scale-up) is left out until it has
 // one. The controller passes the ready pods' addresses only, so that
-// clients reach a pod once memcached serves there. The
-// version is the published one's, and one more when the nodes differ.
-func Membership(m *cachev1alpha1.Memcached, ips map[string]string, published discovery.Cluster) discovery.Cluster {
+// clients reach a pod once memcached serves there. The slot named leaving
+// (its host name; empty for none), whose keys are handed to the others
+// before its memcached loses them, is left out. The version is the
+// published one's, and one more when the nodes differ.
+func Membership(m *cachev1alpha1.Memcached, ips map[string]string, published discovery.Cluster, leaving string) discovery.Cluster {
 	last := map[string]string{}
 	for _, n := range published.Nodes {
 		last[n.Host] = n.IP
@@ -96,7 +98,7 @@ func Membership(m *cachev1alpha1.Memcached, ips map[string]string, published dis
 		if ip == "" {
 			ip = last[host]
 		}
-		if ip == "" {
+		if ip == "" || host == leaving {
 			continue
 		}
 		c.Nodes = append(c.Nodes, discovery.Node{Host: host, IP: ip, Port: port(m)})

@@ -21,6 +21,7 @@ func TestMembershipListsTheSlotsAndVersionsEachChange(t *testing.T) {
 		m         *cachev1alpha1.Memcached
 		ips       map[string]string
 		published discovery.Cluster
+		leaving   string
 		want      discovery.Cluster
 	}{{
 		name: "first: every slot with an address, version 1",
@@ -46,9 +47,18 @@ func TestMembershipListsTheSlotsAndVersionsEachChange(t *testing.T) {
 		name: "scaled down: the slots beyond the size leave",
 		m:    memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)}), ips: map[string]string{"cache-0": "10.0.0.1", "cache-1": "10.0.0.2", "cache-2": "10.0.0.3"}, published: three,
 		want: discovery.Cluster{Version: 5, Nodes: three.Nodes[:2]},
+	}, {
+		name: "a slot handing its keys off: left out, the next version",
+		m:    m, ips: map[string]string{"cache-0": "10.0.0.1", "cache-1": "10.0.0.2", "cache-2": "10.0.0.3"}, published: three, leaving: SlotHost("cache", "ns", 1),
+		want: discovery.Cluster{Version: 5, Nodes: []discovery.Node{node(0, "10.0.0.1"), node(2, "10.0.0.3")}},
+	}, {
+		name: "the same slot still handing off: the same version",
+		m:    m, ips: map[string]string{"cache-0": "10.0.0.1", "cache-1": "10.0.0.2", "cache-2": "10.0.0.3"},
+		published: discovery.Cluster{Version: 5, Nodes: []discovery.Node{node(0, "10.0.0.1"), node(2, "10.0.0.3")}}, leaving: SlotHost("cache", "ns", 1),
+		want: discovery.Cluster{Version: 5, Nodes: []discovery.Node{node(0, "10.0.0.1"), node(2, "10.0.0.3")}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Membership(tc.m, tc.ips, tc.published)
+			got := Membership(tc.m, tc.ips, tc.published, tc.leaving)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Membership (-want +got):\n%s", diff)
 			}

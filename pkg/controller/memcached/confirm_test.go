@@ -8,8 +8,11 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
 )
 
@@ -58,4 +61,25 @@ func TestARestartWaitsForTheRunnersWord(t *testing.T) {
 			g.Expect(done).To(Equal(tc.done))
 		})
 	}
+}
+
+// A pod ready on its new memcached whose runner has not said yet what it
+// restored is looked at again after settingsPoll: its readiness was its
+// last event, and the runner's line comes with none.
+func TestARestartNotYetToldIsLookedAtAgain(t *testing.T) {
+	g := NewWithT(t)
+	started := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	s := &scope{
+		Reconciler: &Reconciler{Logs: stampedLog{`{"time":"2026-12-06T12:00:00Z","level":"INFO","msg":"Starting memcached"}` + "\n", started},
+			Now: func() time.Time { return started.Add(time.Second) }},
+		m: &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}},
+	}
+	want := appsv1ac.StatefulSet("c", "ns").WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(corev1ac.PodTemplateSpec().
+		WithSpec(corev1ac.PodSpec().WithContainers(corev1ac.Container().WithName(desired.ContainerName).WithImage("memcached:next")))))
+	p := &owned.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c-0", Namespace: "ns"}, Ready: true, RestartingFrom: "old", MemcachedID: "new",
+		Images: []owned.ContainerImage{{Name: desired.ContainerName, Image: "memcached:next"}}}
+	waiting, res, err := s.confirmPod(context.Background(), p, want)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(waiting).To(ContainSubstring("has not said yet"))
+	g.Expect(res.RequeueAfter).To(Equal(settingsPoll))
 }

@@ -52,21 +52,6 @@ func (s *scope) handedOff(ctx context.Context, host string) (bool, error) {
 	return st.plan == nil && len(st.published.Nodes) > 0 && !listsSlot(st.published, host), nil
 }
 
-// withoutHandOff is c, a membership to publish after published, without
-// the slot being handed off, if any; its version one more than
-// published's only where its nodes differ (desired.Membership's rule).
-func (s *scope) withoutHandOff(c, published discovery.Cluster) discovery.Cluster {
-	if s.handOff == "" {
-		return c
-	}
-	c.Nodes = slices.DeleteFunc(slices.Clone(c.Nodes), func(n discovery.Node) bool { return n.Host == s.handOff })
-	c.Version = max(published.Version, 1)
-	if published.Version > 0 && !slices.Equal(c.Nodes, published.Nodes) {
-		c.Version = published.Version + 1
-	}
-	return c
-}
-
 // expectedSlots is how many slots the membership is to list once every
 // pod that serves is in it: all but the one being handed off.
 func (s *scope) expectedSlots() int {

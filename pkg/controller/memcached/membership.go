@@ -50,7 +50,7 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 			ips[p.Name] = p.IP
 		}
 	}
-	membership := s.withoutHandOff(desired.Membership(s.m, ips, st.published), st.published)
+	membership := desired.Membership(s.m, ips, st.published, s.handOff)
 	var plan string
 	var res ctrl.Result
 	if s.movesKeys() {
