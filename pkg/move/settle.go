@@ -104,3 +104,37 @@ func (m *Mover) settleBatch(ctx context.Context, conns conns, server string, bat
 	}
 	return nil
 }
+
+// Undo deletes from its new owner each copy ledger records, while it is as
+// copied (its CAS), and tells how many it deleted: a copy a client changed
+// since is the client's.
+func (m *Mover) Undo(ctx context.Context, ledger Ledger) (int, error) {
+	byOwner := map[string][]casKey{}
+	for key, c := range ledger {
+		byOwner[c.To] = append(byOwner[c.To], casKey{key: key, cas: c.ToCAS})
+	}
+	conns := m.pool()
+	defer conns.close()
+	n := 0
+	for owner, copies := range byOwner {
+		dst, err := conns.get(ctx, m, owner)
+		if err != nil {
+			return n, err
+		}
+		for batch := range chunks(copies, m.batch()) {
+			if err := m.wait(ctx, len(batch)); err != nil {
+				return n, err
+			}
+			deleted, err := dst.delete(m.deadline(), batch)
+			if err != nil {
+				return n, fmt.Errorf("deleting from %s: %w", owner, err)
+			}
+			for _, d := range deleted {
+				if d {
+					n++
+				}
+			}
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,234 @@
+package move
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/example/memcached-operator/pkg/discovery"
+	"github.com/example/memcached-operator/pkg/podlog"
+	"github.com/example/memcached-operator/pkg/ring"
+)
+
+// A pod deleted by another hand (an eviction, a node drain, a delete with
+// a grace period) hands its keys off itself, in its preStop hooks: by then
+// the kubelet writes none of its volumes, so it learns no plan. It knows
+// the membership it was last told (sealed), the clients' ring and its
+// peers: it copies each of its keys to the slot the membership without it
+// gives the key, waits until a peer's endpoint serves that membership (the
+// operator publishes it once this pod said it copied), waits for the
+// clients' poll, and settles (a key written here after its copy is
+// invalidated on its new owner). If no peer serves it within
+// PublicationWait (the operator down), the copies are taken back: the
+// clients, still on the membership with this slot, would never read them,
+// and a later move could bring them back over newer writes.
+
+// Files of a hand-off's directory, which the pod's containers share: a
+// preStop hook writes LeavingFile and waits for HandedOffFile.
+const (
+	LeavingFile   = "leaving"
+	HandedOffFile = "handed-off"
+)
+
+// HandOffStep is the Step of a hand-off's reports; their Move is the
+// version of the membership the pod leaves.
+const HandOffStep = "hand-off"
+
+// Leaver hands a leaving pod's keys off.
+type Leaver struct {
+	// Follower is the pod's follower: its Mover, DialPeer, Host, Local,
+	// SealFile and Log.
+	Follower *Follower
+	// MembershipFile holds the membership the pod serves.
+	MembershipFile string
+	// Ring is the clients' hash; ClientPoll how often they poll.
+	Ring       ring.Hash
+	ClientPoll time.Duration
+	// PublicationWait bounds the wait for a peer to serve the membership
+	// without this slot, from the copy's end.
+	PublicationWait time.Duration
+	// EndpointPort is the peers' discovery port.
+	EndpointPort int
+	// Dir is the hand-off's directory; Poll how often it is looked at (1 s
+	// if 0).
+	Dir  string
+	Poll time.Duration
+}
+
+// Run waits until a preStop hook writes LeavingFile, hands the keys off,
+// and writes HandedOffFile, which the hooks wait for.
+func (l *Leaver) Run(ctx context.Context) {
+	poll := cmp.Or(l.Poll, time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(l.Dir, LeavingFile)); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(poll):
+		}
+	}
+	l.HandOff(ctx)
+	if err := os.WriteFile(filepath.Join(l.Dir, HandedOffFile), nil, 0o644); err != nil {
+		l.Follower.Log.Error("cannot say the keys are handed off", "error", err.Error())
+	}
+}
+
+// AwaitHandOff is a preStop hook's part: it writes dir's LeavingFile and
+// waits until HandedOffFile is there, and at least least.
+func AwaitHandOff(ctx context.Context, dir string, least time.Duration) error {
+	start := time.Now()
+	f, err := os.OpenFile(filepath.Join(dir, LeavingFile), os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	for {
+		_, err := os.Stat(filepath.Join(dir, HandedOffFile))
+		if err == nil && time.Since(start) >= least {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// HandOff hands the pod's keys off, and reports each step in the log.
+func (l *Leaver) HandOff(ctx context.Context) {
+	f := l.Follower
+	from, err := l.membership()
+	if err != nil {
+		l.report(podlog.Step{Msg: podlog.FailedMessage, Error: err.Error()})
+		return
+	}
+	self, ok := f.self(from)
+	if !ok || len(from.Nodes) < 2 {
+		// Not a slot clients reach (handed off already, or leaving on a
+		// scale-down), or the only one: nothing to hand off.
+		l.report(podlog.Step{Msg: podlog.SettledMessage, Move: from.Version})
+		return
+	}
+	to := discovery.Cluster{Version: from.Version + 1,
+		Nodes: slices.DeleteFunc(slices.Clone(from.Nodes), func(n discovery.Node) bool { return Server(n) == self })}
+	after, err := ring.New(l.Ring, Servers(to))
+	if err != nil {
+		l.report(podlog.Step{Msg: podlog.FailedMessage, Move: from.Version, Error: err.Error()})
+		return
+	}
+	mover := *f.Mover
+	mover.Dial = f.dialer(from, to)
+	start := time.Now()
+	res, err := mover.Copy(ctx, self, after)
+	if err != nil {
+		l.report(podlog.Step{Msg: podlog.FailedMessage, Move: from.Version, Server: self, Error: err.Error(), Copied: res.Copied})
+		return
+	}
+	l.report(podlog.Step{Msg: podlog.CopiedMessage, Move: from.Version, Server: self, Listed: res.Listed, Leaving: res.Leaving,
+		Copied: res.Copied, Present: res.Present, Gone: res.Gone, Seconds: time.Since(start).Seconds()})
+	if !l.awaitPublication(ctx, from, self) {
+		n, err := mover.Undo(ctx, res.Ledger)
+		msg := fmt.Sprintf("no peer served the membership without this slot within %s: %d copies taken back", l.PublicationWait, n)
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		l.report(podlog.Step{Msg: podlog.FailedMessage, Move: from.Version, Server: self, Error: msg})
+		return
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(l.ClientPoll):
+	}
+	start = time.Now()
+	settled, err := mover.Settle(ctx, self, after, res.Ledger)
+	if err != nil {
+		l.report(podlog.Step{Msg: podlog.FailedMessage, Move: from.Version, Server: self, Error: err.Error()})
+		return
+	}
+	l.report(podlog.Step{Msg: podlog.SettledMessage, Move: from.Version, Server: self, Removed: settled.Removed,
+		Invalidated: settled.Invalidated, Uncopied: settled.Uncopied, Seconds: time.Since(start).Seconds()})
+}
+
+// report writes r as a hand-off's step.
+func (l *Leaver) report(r podlog.Step) {
+	r.Step = HandOffStep
+	level := slog.LevelInfo
+	if r.Failed() {
+		level = slog.LevelError
+	}
+	podlog.Write(l.Follower.Log, level, r)
+}
+
+// membership is the membership the pod was last told: the mounted one, if
+// the seal vouches for it.
+func (l *Leaver) membership() (discovery.Cluster, error) {
+	body, err := os.ReadFile(l.MembershipFile)
+	if err != nil {
+		return discovery.Cluster{}, fmt.Errorf("reading the membership: %w", err)
+	}
+	if l.Follower.SealFile != "" {
+		seal, err := discovery.ReadSeal(l.Follower.SealFile)
+		if err != nil {
+			return discovery.Cluster{}, fmt.Errorf("reading the seal: %w", err)
+		}
+		if !seal.VouchesCluster(body) {
+			return discovery.Cluster{}, errors.New("the seal does not vouch for the mounted membership")
+		}
+	}
+	return discovery.Parse(body)
+}
+
+// awaitPublication tells whether a peer of from serves, within
+// PublicationWait, a membership newer than from that does not list self.
+func (l *Leaver) awaitPublication(ctx context.Context, from discovery.Cluster, self string) bool {
+	ctx, cancel := context.WithTimeout(ctx, l.PublicationWait)
+	defer cancel()
+	for {
+		for _, n := range from.Nodes {
+			if Server(n) != self && l.serves(ctx, n, from.Version, self) {
+				return true
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(cmp.Or(l.Poll, time.Second)):
+		}
+	}
+}
+
+// serves tells whether the endpoint of n serves a membership newer than
+// version that does not list self.
+func (l *Leaver) serves(ctx context.Context, n discovery.Node, version int64, self string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	address := net.JoinHostPort(n.IP, strconv.Itoa(l.EndpointPort))
+	var conn net.Conn
+	var err error
+	if l.Follower.DialPeer != nil {
+		conn, err = l.Follower.DialPeer(ctx, address, n.Host)
+	} else {
+		conn, err = l.Follower.Mover.Dial(ctx, address)
+	}
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	if d, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(d)
+	}
+	c, err := discovery.Ask(conn)
+	return err == nil && c.Version > version && !slices.ContainsFunc(c.Nodes, func(m discovery.Node) bool { return Server(m) == self })
+}
