@@ -20,13 +20,16 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/time/rate"
 
 	"github.com/example/memcached-operator/pkg/discovery"
 	"github.com/example/memcached-operator/pkg/memcachedconn"
 	"github.com/example/memcached-operator/pkg/move"
+	"github.com/example/memcached-operator/pkg/ring"
 )
 
 func main() {
@@ -36,6 +39,7 @@ func main() {
 		clientCertificate bool
 		plan, authFile    string
 		moveRate          int
+		h                 handOff
 	)
 	flag.StringVar(&listen, "listen", ":11212", "Address clients reach the endpoint on.")
 	flag.StringVar(&c.Membership, "membership", "/etc/memcached/membership/cluster", "File holding the membership the operator publishes.")
@@ -49,10 +53,18 @@ func main() {
 	flag.IntVar(&moveRate, "move-rate", 20000, "Keys a second a move reads and writes at most.")
 	flag.IntVar(&c.MaxConnections, "max-connections", discovery.DefaultMaxConnections, "Connections served at once, handed to memcached or not; one more is closed unread.")
 	flag.IntVar(&c.MaxConnectionsPerClient, "max-connections-per-client", discovery.DefaultMaxConnectionsPerClient, "Connections of one client address served at once.")
+	h.bind()
 	flag.Parse()
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	c.Log = log
+	if h.await != "" {
+		if err := move.AwaitHandOff(context.Background(), h.await, 0); err != nil {
+			log.Error("cannot await the hand-off", "error", err.Error())
+			os.Exit(1)
+		}
+		return
+	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		log.Error("cannot listen", "address", listen, "error", err.Error())
@@ -66,18 +78,69 @@ func main() {
 	defer stop()
 	log.Info("serving the membership", "address", listen, "membership", c.Membership, "tls", tlsDir != "", "auth", c.Auth)
 	if plan != "" {
-		f, err := follower(c, plan, memcachedconn.ServedFiles(tlsDir, clientCertificate, authFile), moveRate)
-		if err != nil {
+		if err := startMoves(ctx, c, plan, memcachedconn.ServedFiles(tlsDir, clientCertificate, authFile), moveRate, h, listen); err != nil {
 			log.Error("cannot follow the moves of keys", "error", err.Error())
 			os.Exit(1)
 		}
-		go f.Run(ctx)
 	}
 	if err := discovery.New(c).Serve(ctx, ln); err != nil {
 		log.Error("serving failed", "error", err.Error())
 		stop()
 		os.Exit(1)
 	}
+}
+
+// startMoves follows the moves of keys published in plan, and hands the
+// pod's keys off when h says how and a preStop hook asks.
+func startMoves(ctx context.Context, c discovery.Config, plan string, peers memcachedconn.Files, moveRate int, h handOff, listen string) error {
+	f, err := follower(c, plan, peers, moveRate)
+	if err != nil {
+		return err
+	}
+	go f.Run(ctx)
+	if h.dir != "" {
+		l, err := h.leaver(f, c.Membership, listen)
+		if err != nil {
+			return fmt.Errorf("handing keys off: %w", err)
+		}
+		go l.Run(ctx)
+	}
+	return nil
+}
+
+// handOff is what a hand-off is told on the command line.
+type handOff struct {
+	dir, ring, await            string
+	clientPoll, publicationWait time.Duration
+}
+
+// bind defines h's flags.
+func (h *handOff) bind() {
+	flag.StringVar(&h.dir, "hand-off-dir", "", "Directory shared with the pod's preStop hooks: when one writes its leaving file, this pod's keys are handed to the membership without its slot (with --plan); empty: not.")
+	flag.StringVar(&h.ring, "ring", "", "The clients' hash (libmemcached or node), for a hand-off.")
+	flag.DurationVar(&h.clientPoll, "client-poll", time.Minute, "How often the clients poll the endpoint, for a hand-off.")
+	flag.DurationVar(&h.publicationWait, "publication-wait", 60*time.Second, "How long a hand-off waits, once its keys are copied, for a peer to serve the membership without this slot before it takes the copies back.")
+	flag.StringVar(&h.await, "await-hand-off", "", "Ask the running discovery container to hand the pod's keys off through this directory, wait until it has, and exit (the preStop hook).")
+}
+
+// leaver hands this pod's keys off when a preStop hook asks, with f's
+// mover, to the peers whose endpoints listen as this one does.
+func (h handOff) leaver(f *move.Follower, membership, listen string) (*move.Leaver, error) {
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, fmt.Errorf("the endpoint's address %q: %w", listen, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return nil, fmt.Errorf("the endpoint's port %q: %w", port, err)
+	}
+	if _, err := ring.New(ring.Hash(h.ring), []string{"localhost:11211"}); err != nil {
+		return nil, err
+	}
+	return &move.Leaver{
+		Follower: f, MembershipFile: membership, Ring: ring.Hash(h.ring), ClientPoll: h.clientPoll,
+		PublicationWait: h.publicationWait, EndpointPort: p, Dir: h.dir,
+	}, nil
 }
 
 // follower does this pod's part of each move of keys published in plan, as

@@ -26,7 +26,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
+	"github.com/example/memcached-operator/pkg/move"
 	"github.com/example/memcached-operator/pkg/podlog"
 	"github.com/example/memcached-operator/pkg/warm"
 )
@@ -36,12 +38,16 @@ func main() {
 		c              warm.Config
 		install        string
 		terminationLog string
+		awaitHandOff   string
+		atLeast        time.Duration
 	)
 	flag.StringVar(&c.MemoryFile, "memory-file", "", "The file memcached maps its item memory from, on a memory-backed volume.")
 	flag.StringVar(&c.SettingsFile, "settings-file", "", "A file of memcached's flags, one per line, added to its command line; when its content changes, memcached restarts warm to take them.")
 	flag.DurationVar(&c.RestoreWindow, "restore-window", warm.DefaultRestoreWindow, "How long after a start that restores a failure of memcached means its saved state is unusable: it is then started empty.")
 	flag.StringVar(&install, "install", "", "Copy this program to the given path and exit (the pod's init container).")
 	flag.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "Where the end of memcached's output is written when it fails, or the reason it could not be run.")
+	flag.StringVar(&awaitHandOff, "await-hand-off", "", "Ask the pod's discovery container to hand the pod's keys off through this directory, wait until it has, and exit (the memcached container's preStop hook).")
+	flag.DurationVar(&atLeast, "at-least", 0, "With --await-hand-off, wait at least this long: the time for clients to leave a pod being deleted.")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: %s --memory-file=FILE -- memcached [memcached's flags]\n", os.Args[0])
 		flag.PrintDefaults()
@@ -55,6 +61,13 @@ func main() {
 			os.Exit(1)
 		}
 		log.Info("Installed", "to", install)
+		return
+	}
+	if awaitHandOff != "" {
+		if err := move.AwaitHandOff(context.Background(), awaitHandOff, atLeast); err != nil {
+			log.Error("Cannot await the hand-off", "error", err.Error())
+			os.Exit(1)
+		}
 		return
 	}
 	c.Command = flag.Args()

@@ -64,16 +64,16 @@ func container(m *cachev1alpha1.Memcached, images Images) *corev1ac.ContainerApp
 		WithLivenessProbe(probe().
 			WithInitialDelaySeconds(livenessInitialDelaySeconds).
 			WithFailureThreshold(livenessFailureThreshold)).
-		// The kubelet's own sleep: the memcached image needs no shell.
-		WithLifecycle(corev1ac.Lifecycle().
-			WithPreStop(corev1ac.LifecycleHandler().
-				WithSleep(corev1ac.SleepAction().WithSeconds(preStopSleepSeconds)))).
+		WithLifecycle(corev1ac.Lifecycle().WithPreStop(memcachedPreStop(m, images))).
 		WithSecurityContext(restricted(memcachedUser))
 	if r := resources(m.Spec.Resources); r != nil {
 		c.WithResources(r)
 	}
 	if RunsWarm(m, images) {
 		c.WithVolumeMounts(warmMounts()...)
+	}
+	if HandsOffOnDeletion(m, images) {
+		c.WithVolumeMounts(handOffMount())
 	}
 	switch {
 	case RunsReloader(m, images):

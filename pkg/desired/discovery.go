@@ -82,11 +82,11 @@ func DiscoveryAddress(m *cachev1alpha1.Memcached) string {
 // client keeps the slot's keys where they are; a slot whose pod never had
 // an address in ips (a new one, on a scale-up) is left out until it has
 // one. The controller passes the ready pods' addresses only, so that
-// clients reach a pod once memcached serves there. The slot named leaving
-// (its host name; empty for none), whose keys are handed to the others
-// before its memcached loses them, is left out. The version is the
+// clients reach a pod once memcached serves there. The slots named leaving
+// (their host names), whose keys are handed to the others before their
+// memcached loses them, are left out. The version is the
 // published one's, and one more when the nodes differ.
-func Membership(m *cachev1alpha1.Memcached, ips map[string]string, published discovery.Cluster, leaving string) discovery.Cluster {
+func Membership(m *cachev1alpha1.Memcached, ips map[string]string, published discovery.Cluster, leaving ...string) discovery.Cluster {
 	last := map[string]string{}
 	for _, n := range published.Nodes {
 		last[n.Host] = n.IP
@@ -98,7 +98,7 @@ func Membership(m *cachev1alpha1.Memcached, ips map[string]string, published dis
 		if ip == "" {
 			ip = last[host]
 		}
-		if ip == "" || host == leaving {
+		if ip == "" || slices.Contains(leaving, host) {
 			continue
 		}
 		c.Nodes = append(c.Nodes, discovery.Node{Host: host, IP: ip, Port: port(m)})
@@ -152,6 +152,9 @@ func discoveryContainer(m *cachev1alpha1.Memcached, images Images) *corev1ac.Con
 		if m.Spec.Auth != nil {
 			args = append(args, "--auth-file="+path.Join(servedDir, authFile))
 		}
+		if HandsOffOnDeletion(m, images) {
+			args = append(args, handOffArgs(m)...)
+		}
 	}
 	c := corev1ac.Container().
 		WithName(DiscoveryContainerName).
@@ -171,6 +174,9 @@ func discoveryContainer(m *cachev1alpha1.Memcached, images Images) *corev1ac.Con
 			WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(discoveryMemory)})).
 		WithSecurityContext(restricted(discoveryUser)).
 		WithVolumeMounts(mount(membershipVolume, membershipDir))
+	if HandsOffOnDeletion(m, images) {
+		c.WithVolumeMounts(handOffMount()).WithLifecycle(corev1ac.Lifecycle().WithPreStop(discoveryPreStop()))
+	}
 	if m.Spec.TLS != nil || (MovesKeys(m) && m.Spec.Auth != nil) {
 		// Read through the pod's fsGroup, as memcached reads them.
 		c.WithVolumeMounts(mount(servedVolume, servedDir))

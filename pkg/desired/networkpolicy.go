@@ -35,7 +35,8 @@ func WantsNetworkPolicy(m *cachev1alpha1.Memcached) bool {
 // port (every pod of the namespaces labelled metrics: enabled when it
 // names none). With key moves, m's own pods are clients too. Nothing
 // else reaches the pods. What they send is limited to what they need: m's
-// own pods on memcached's port (the key mover, package move) and DNS
+// own pods on memcached's port (the key mover, package move), on the
+// discovery port when a leaving pod hands its keys off, and DNS
 // (port 53 of pods in any namespace); nothing leaves for an address
 // outside m's pods, whatever a membership names. memcached's port is admitted by number, which every
 // NetworkPolicy implementation matches, and by name, which follows each
@@ -59,6 +60,14 @@ func NetworkPolicy(m *cachev1alpha1.Memcached, replacing bool) *networkingv1ac.N
 		clients = append(clients, networkingv1ac.NetworkPolicyPeer().WithPodSelector(
 			metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(m))))
 	}
+	toPods := []*networkingv1ac.NetworkPolicyPortApplyConfiguration{
+		networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromInt32(port(m))),
+		networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromString(PortName)),
+	}
+	if MovesKeys(m) {
+		// A leaving pod asks its peers' endpoints for the membership.
+		toPods = append(toPods, networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromInt32(DiscoveryPort)))
+	}
 	spec := networkingv1ac.NetworkPolicySpec().
 		WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(servingSelector(m, replacing))).
 		WithPolicyTypes(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress).
@@ -66,9 +75,7 @@ func NetworkPolicy(m *cachev1alpha1.Memcached, replacing bool) *networkingv1ac.N
 		WithEgress(
 			networkingv1ac.NetworkPolicyEgressRule().
 				WithTo(networkingv1ac.NetworkPolicyPeer().WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(m)))).
-				WithPorts(
-					networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromInt32(port(m))),
-					networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromString(PortName))),
+				WithPorts(toPods...),
 			networkingv1ac.NetworkPolicyEgressRule().
 				WithTo(networkingv1ac.NetworkPolicyPeer().WithNamespaceSelector(metav1ac.LabelSelector())).
 				WithPorts(

@@ -14,7 +14,7 @@ import (
 func podSpec(m *cachev1alpha1.Memcached, images Images) *corev1ac.PodSpecApplyConfiguration {
 	ps := corev1ac.PodSpec().
 		WithAutomountServiceAccountToken(false).
-		WithTerminationGracePeriodSeconds(terminationGracePeriodSeconds).
+		WithTerminationGracePeriodSeconds(gracePeriodSeconds(m, images)).
 		WithSecurityContext(corev1ac.PodSecurityContext().
 			WithRunAsNonRoot(true).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
@@ -57,6 +57,9 @@ func podSpec(m *cachev1alpha1.Memcached, images Images) *corev1ac.PodSpecApplyCo
 	if RunsDiscovery(m, images) {
 		// Readable by every user: the membership is no secret.
 		ps.WithVolumes(membershipVolumeOf(m))
+	}
+	if HandsOffOnDeletion(m, images) {
+		ps.WithVolumes(handOffVolumeOf())
 	}
 	withScheduling(ps, m)
 	return ps

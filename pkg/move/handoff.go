@@ -87,11 +87,14 @@ func (l *Leaver) Run(ctx context.Context) {
 // waits until HandedOffFile is there, and at least least.
 func AwaitHandOff(ctx context.Context, dir string, least time.Duration) error {
 	start := time.Now()
-	f, err := os.OpenFile(filepath.Join(dir, LeavingFile), os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
+	// The other container's hook may have written it, as another user.
+	f, err := os.OpenFile(filepath.Join(dir, LeavingFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	switch {
+	case err == nil:
+		f.Close()
+	case !errors.Is(err, os.ErrExist):
 		return err
 	}
-	f.Close()
 	for {
 		_, err := os.Stat(filepath.Join(dir, HandedOffFile))
 		if err == nil && time.Since(start) >= least {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/discovery"
+	"github.com/example/memcached-operator/pkg/move"
 	"github.com/example/memcached-operator/pkg/owned"
 )
 
@@ -53,12 +54,41 @@ func (s *scope) handedOff(ctx context.Context, host string) (bool, error) {
 }
 
 // expectedSlots is how many slots the membership is to list once every
-// pod that serves is in it: all but the one being handed off.
+// pod that serves is in it: all but those being handed off.
 func (s *scope) expectedSlots() int {
-	if s.handOff == "" {
-		return int(desired.Replicas(s.m))
+	return int(desired.Replicas(s.m)) - len(s.leaving())
+}
+
+// leaving are the host names of the slots whose keys are being handed
+// off: the one the rollout names, and each whose pod is being deleted by
+// another hand (an eviction, a drain, a delete), which hands its keys off
+// in its preStop hooks (package move's Leaver) while it still runs.
+func (s *scope) leaving() []string {
+	var out []string
+	if s.handOff != "" {
+		out = append(out, s.handOff)
 	}
-	return int(desired.Replicas(s.m)) - 1
+	if !s.handsOff() || !desired.HandsOffOnDeletion(s.m, s.Images) {
+		return out
+	}
+	for _, p := range s.obs.Pods {
+		k, ok := ordinal(p.Name, s.m.Name)
+		if host := desired.SlotHost(s.m.Name, s.m.Namespace, int(k)); ok && p.Deleting && p.IP != "" && host != s.handOff {
+			out = append(out, host)
+		}
+	}
+	return out
+}
+
+// handingOff tells whether pod, being deleted, does its part of the copy
+// step of p in its own hand-off: p moves the keys off its slot.
+func (s *scope) handingOff(p move.Plan, step string, pod *owned.Pod) bool {
+	if step != move.StepCopy || !pod.Deleting || pod.IP == "" || !desired.HandsOffOnDeletion(s.m, s.Images) {
+		return false
+	}
+	to, err := discovery.Parse([]byte(p.To))
+	k, ok := ordinal(pod.Name, s.m.Name)
+	return err == nil && ok && !listsSlot(to, desired.SlotHost(s.m.Name, s.m.Namespace, int(k)))
 }
 
 // listsSlot tells whether c lists the slot named host.

@@ -50,7 +50,7 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 			ips[p.Name] = p.IP
 		}
 	}
-	membership := desired.Membership(s.m, ips, st.published, s.handOff)
+	membership := desired.Membership(s.m, ips, st.published, s.leaving()...)
 	var plan string
 	var res ctrl.Result
 	if s.movesKeys() {

@@ -75,7 +75,8 @@ func (s *scope) readStepReports(ctx context.Context, p move.Plan, step string, c
 	since := metav1.NewTime(p.Started.Add(-time.Minute))
 	for _, n := range c.Nodes {
 		pod := pods[podOf(n)]
-		if pod == nil || pod.Deleting || pod.IP == "" {
+		handingOff := pod != nil && s.handingOff(p, step, pod)
+		if pod == nil || (pod.Deleting && !handingOff) || pod.IP == "" {
 			w.failed = append(w.failed, podOf(n)+" is not running")
 			continue
 		}
@@ -86,6 +87,10 @@ func (s *scope) readStepReports(ctx context.Context, p move.Plan, step string, c
 			return w, fmt.Errorf("reading the log of pod %s's discovery container: %w", pod.Name, err)
 		}
 		said, ok := podlog.LastStep(log, p.ID, step, msg)
+		if handingOff {
+			// Its hand-off's copy, of the keys of the membership it left.
+			said, ok = podlog.LastStep(log, c.Version, move.HandOffStep, msg)
+		}
 		switch {
 		case !ok:
 			w.waiting = append(w.waiting, pod.Name)

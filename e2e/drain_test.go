@@ -1,0 +1,108 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/discovery"
+)
+
+// A node drain, as every cluster upgrade makes one: each pod of a
+// Memcached with spec.keyMoves is evicted in turn through the Eviction API
+// (as kubectl drain and the cluster autoscaler evict, the disruption budget
+// respected). Each hands its keys to the other slots in its preStop hooks
+// before its memory goes, and its slot takes them back once its new pod
+// serves. A writer rewrites keys throughout, following the membership; as
+// every slot is evicted, every key is an evicted slot's: at least 95% of
+// them hold their last value afterwards, and none an older one.
+func TestADrainHandsEachSlotsKeysOver(t *testing.T) {
+	var ns string
+	const name = "drained"
+	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+	rc := &ringClient{}
+	latest := map[string]string{}
+	endpoints := func(t *testing.T, cfg *envconf.Config) func() []string {
+		return func() []string { return discoveryEndpoints(t, cfg, key()) }
+	}
+	f := features.New("a drain hands each slot's keys over").WithLabel("needs", "containers").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if provider != "local" {
+				t.Skip("reaches the pods' addresses from this machine: local cluster only")
+			}
+			ns = namespace(t, cfg, name)
+			keyMovingMemcached(t, cfg, key(), rc, latest, endpoints(t, cfg))
+			return ctx
+		}).
+		Assess("each evicted slot hands its keys over and takes them back", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			g := NewWithT(t)
+			w := startWriter(t, rc, endpoints(t, cfg), latest)
+			for i := range 3 {
+				pod := fmt.Sprintf("%s-%d", name, i)
+				start := time.Now()
+				uid := evict(t, cfg, ns, pod)
+				wholeAgain(t, cfg, key(), rc, endpoints(t, cfg), pod, uid)
+				t.Logf("%s evicted, handed its keys off and took them back in %s", pod, time.Since(start).Round(time.Second))
+			}
+			w.halt()
+			t.Logf("the writer wrote %d values during the drain", w.writes)
+			_, kept, missed, stale := readBack(t, rc, w, latest)
+			t.Logf("after the drain: %d of %d keys kept, %d missed, %d stale", kept, movedKeys, missed, stale)
+			g.Expect(stale).To(BeZero())
+			g.Expect(float64(kept) / movedKeys).To(BeNumerically(">=", 0.95))
+			g.Expect(eventsOf(g, t, cfg, key(), "KeyMoveIncomplete")).To(BeEmpty())
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// evict evicts the pod name through the Eviction API, again while the
+// disruption budget refuses it, and returns the evicted pod's UID.
+func evict(t *testing.T, cfg *envconf.Config, ns, name string) types.UID {
+	g, k := NewWithT(t), kube(t, cfg)
+	var uid types.UID
+	g.Eventually(func(g Gomega) {
+		p := &corev1.Pod{}
+		g.Expect(k.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}}}
+		err := k.SubResource("eviction").Create(context.Background(), p, eviction)
+		g.Expect(apierrors.IsTooManyRequests(err)).To(BeFalse(), "the disruption budget refuses it yet")
+		g.Expect(err).NotTo(HaveOccurred())
+		uid = p.UID
+	}).WithTimeout(timeout).WithPolling(2 * time.Second).Should(Succeed())
+	return uid
+}
+
+// wholeAgain waits until the pod name is another than uid and serves, the
+// membership lists every slot with no move under way, and rc has it.
+func wholeAgain(t *testing.T, cfg *envconf.Config, key client.ObjectKey, rc *ringClient, endpoints func() []string, name string, uid types.UID) {
+	g, k := NewWithT(t), kube(t, cfg)
+	g.Eventually(func(g Gomega) {
+		p := &corev1.Pod{}
+		g.Expect(k.Get(context.Background(), types.NamespacedName{Namespace: key.Namespace, Name: name}, p)).To(Succeed())
+		g.Expect(p.UID).NotTo(Equal(uid), "the evicted pod is still there")
+		cm := &corev1.ConfigMap{}
+		g.Expect(k.Get(context.Background(), types.NamespacedName{Namespace: key.Namespace, Name: desired.MembershipName(key.Name)}, cm)).To(Succeed())
+		g.Expect(cm.Data).NotTo(HaveKey(desired.MoveKey), "a move is under way")
+		cl, err := discovery.Parse([]byte(cm.Data[desired.MembershipKey]))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cl.Nodes).To(HaveLen(3), "every slot is back")
+		g.Expect(rc.follow(endpoints())).To(Succeed())
+		g.Expect(rc.version).To(Equal(cl.Version), "the client has the membership")
+	}).WithTimeout(3 * movesWithin).WithPolling(time.Second).Should(Succeed())
+}

@@ -1,0 +1,79 @@
+package memcached
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/discovery"
+	"github.com/example/memcached-operator/pkg/move"
+	"github.com/example/memcached-operator/pkg/owned"
+	"github.com/example/memcached-operator/pkg/podlog"
+	"github.com/example/memcached-operator/pkg/ring"
+)
+
+// handOffLog is a leaving pod's log of its hand-off's copy from the
+// membership of version from.
+func handOffLog(from int64) []byte {
+	var b bytes.Buffer
+	podlog.Write(slog.New(slog.NewJSONHandler(&b, nil)), slog.LevelInfo,
+		podlog.Step{Msg: podlog.CopiedMessage, Move: from, Step: move.HandOffStep, Server: "c-1.c.ns.svc", Copied: 10})
+	return b.Bytes()
+}
+
+// A pod deleted by another hand (an eviction, a drain, a delete) hands its
+// keys off itself, in its preStop hooks: its slot is left out of the
+// membership, and the copy step of the move to the membership without it
+// waits for the word of its hand-off (of the membership it leaves), as for
+// a follower's, rather than passing it by as a pod that does not run.
+func TestADeletedPodsHandOffIsWaitedFor(t *testing.T) {
+	g := NewWithT(t)
+	from := discovery.Cluster{Version: 3, Nodes: []discovery.Node{
+		{Host: desired.SlotHost("c", "ns", 0), IP: "10.0.0.1", Port: 11211}, {Host: desired.SlotHost("c", "ns", 1), IP: "10.0.0.2", Port: 11211}}}
+	to := discovery.Cluster{Version: 4, Nodes: from.Nodes[:1]}
+	started := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	plan := move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy, From: string(from.Body()), To: string(to.Body()), Started: started, Stepped: started}
+	// c-0's word, as a follower that holds nothing to copy says it.
+	copied := followerLog(t, "c-0", move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy,
+		From: string(discovery.Cluster{Version: 1, Nodes: []discovery.Node{{Host: "other.c.ns.svc", IP: "10.0.0.9", Port: 11211}}}.Body()), To: plan.To})
+	logs := logsOf{"c-0": copied, "c-1": handOffLog(from.Version - 1)}
+	recorder := events.NewFakeRecorder(10)
+	s := &scope{
+		Reconciler: &Reconciler{Logs: logs, Recorder: recorder, Now: func() time.Time { return started.Add(time.Minute) },
+			Images: desired.Images{Reloader: "operator"}},
+		m: &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}, Spec: cachev1alpha1.MemcachedSpec{
+			Size: ptr.To[int32](2), KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: string(ring.Libmemcached)}}},
+	}
+	s.obs.Pods = []*owned.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "c-0", Namespace: "ns"}, IP: "10.0.0.1", Ready: true},
+		{ObjectMeta: metav1.ObjectMeta{Name: "c-1", Namespace: "ns"}, IP: "10.0.0.2", Deleting: true},
+	}
+	g.Expect(s.leaving()).To(ConsistOf(desired.SlotHost("c", "ns", 1)))
+	g.Expect(desired.Membership(s.m, map[string]string{"c-0": "10.0.0.1"}, from, s.leaving()...).Nodes).To(Equal(to.Nodes))
+	st := membershipState{published: from, plan: &plan, from: from, to: to}
+
+	_, planned, _, err := s.moveStep(context.Background(), st, to, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	p, _, _, err := move.ParsePlan([]byte(planned))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p.Step).To(Equal(move.StepCopy), "c-1's word is of another membership")
+	g.Expect(recorder.Events).To(BeEmpty())
+
+	logs["c-1"] = handOffLog(from.Version)
+	published, planned, _, err := s.moveStep(context.Background(), st, to, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	p, _, _, err = move.ParsePlan([]byte(planned))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p.Step).To(Equal(move.StepPublished), "c-1 said it copied")
+	g.Expect(published.Nodes).To(Equal(to.Nodes))
+	g.Expect(recorder.Events).To(BeEmpty())
+}
