@@ -18,10 +18,23 @@ func WantsPodDisruptionBudget(m *cachev1alpha1.Memcached) bool {
 // PodDisruptionBudget lets voluntary disruptions (node drains) take at most
 // one of m's pods at a time, so that at most one slice of the cache is cold.
 func PodDisruptionBudget(m *cachev1alpha1.Memcached) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	return Budget(m, false)
+}
+
+// Budget is m's PodDisruptionBudget: while keys move (keysMoving: a move
+// under way, a slot handing its keys off, or one handed off and not yet
+// back), it lets no voluntary disruption take a pod, so that a drain
+// evicts the next pod only once the last one's keys are back on its slot
+// (an eviction refused is tried again: kubectl drain tries every 5 s).
+func Budget(m *cachev1alpha1.Memcached, keysMoving bool) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	unavailable := int32(1)
+	if keysMoving {
+		unavailable = 0
+	}
 	return policyv1ac.PodDisruptionBudget(m.Name, m.Namespace).
 		WithLabels(Labels(m)).
 		WithOwnerReferences(ownerReference(m)).
 		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
-			WithMaxUnavailable(intstr.FromInt32(1)).
+			WithMaxUnavailable(intstr.FromInt32(unavailable)).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(m))))
 }

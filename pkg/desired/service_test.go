@@ -70,6 +70,7 @@ func TestPodDisruptionBudget(t *testing.T) {
 	g.Expect(*p.Spec.MaxUnavailable).To(Equal(intstr.FromInt32(1)))
 	g.Expect(p.Spec.MinAvailable).To(BeNil(), "one of minAvailable and maxUnavailable only")
 	g.Expect(p.Spec.Selector.MatchLabels).To(Equal(SelectorLabels(m)))
+	g.Expect(*Budget(m, true).Spec.MaxUnavailable).To(Equal(intstr.FromInt32(0)), "no pod goes while keys move")
 }
 
 func TestSchedulingDefaultsToSpreadingAcrossNodes(t *testing.T) {

@@ -37,12 +37,13 @@ var phases = []struct {
 	// After the StatefulSet's, whose apply it brings the pods to.
 	{"rollout", reconcileRollout},
 	{"Service", reconcileService},
-	{"PodDisruptionBudget", applyWhileWanted(podDisruptionBudgets, desired.WantsPodDisruptionBudget,
-		func(s *scope) runtime.ApplyConfiguration { return desired.PodDisruptionBudget(s.m) })},
 	{"NetworkPolicy", applyWhileWanted(networkPolicies, desired.WantsNetworkPolicy,
 		func(s *scope) runtime.ApplyConfiguration { return desired.NetworkPolicy(s.m, s.replacing) })},
 	{"ServiceMonitor", reconcileServiceMonitor},
 	{"membership", reconcileMembership},
+	// After the membership's, which says whether keys move.
+	{"PodDisruptionBudget", applyWhileWanted(podDisruptionBudgets, desired.WantsPodDisruptionBudget,
+		func(s *scope) runtime.ApplyConfiguration { return desired.Budget(s.m, s.keysMoving) })},
 	// After the phases that say what the pods mount.
 	{"pods", tellPods},
 }

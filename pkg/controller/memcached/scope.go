@@ -77,6 +77,11 @@ type scope struct {
 	// other slots take before its memcached loses them (a hand-off); empty
 	// when none is.
 	handOff string
+	// keysMoving: with spec.keyMoves, a move is under way, a slot hands
+	// its keys off, or the membership published lacks a slot of the spec
+	// (handed off, not yet back); the disruption budget then lets no pod
+	// go (desired.Budget).
+	keysMoving bool
 }
 
 func newScope(r *Reconciler, m *cachev1alpha1.Memcached) *scope {

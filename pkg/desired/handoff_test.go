@@ -1,0 +1,52 @@
+package desired
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+)
+
+// With key moves and the warm runner, a pod hands its keys off when
+// deleted: both hooks wait for the hand-off in a volume they share, the
+// discovery container is told the ring and the clients' poll, and the
+// grace period covers the hand-off of a full memcached at the mover's rate
+// (290 s for 64 MiB and a poll of 60 s). Without key moves, or without the
+// runner, the pod is as before.
+func TestADeletedPodHandsItsKeysOffWithinItsGrace(t *testing.T) {
+	g := NewWithT(t)
+	images := Images{Memcached: "memcached:1", Reloader: "operator:1"}
+	m := memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3),
+		KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: "node", ClientPollSeconds: ptr.To[int32](60)}})
+	g.Expect(HandsOffOnDeletion(m, images)).To(BeTrue())
+	ps := StatefulSet(m, images, SecretDigests{}).Spec.Template.Spec
+	g.Expect(*ps.TerminationGracePeriodSeconds).To(Equal(int64(290)))
+	g.Expect(ps.Volumes).To(ContainElement(HaveField("Name", HaveValue(Equal(handOffVolume)))))
+	for _, c := range ps.Containers {
+		switch *c.Name {
+		case ContainerName:
+			g.Expect(c.Lifecycle.PreStop.Exec.Command).To(Equal([]string{"/opt/memcached-operator/warm", "--await-hand-off=" + handOffDir, "--at-least=10s"}))
+			g.Expect(c.VolumeMounts).To(ContainElement(HaveField("MountPath", HaveValue(Equal(handOffDir)))))
+		case DiscoveryContainerName:
+			g.Expect(c.Lifecycle.PreStop.Exec.Command).To(Equal([]string{"/discovery", "--await-hand-off=" + handOffDir}))
+			g.Expect(c.Args).To(ContainElements("--hand-off-dir="+handOffDir, "--ring=node", "--client-poll=1m0s"))
+			g.Expect(c.VolumeMounts).To(ContainElement(HaveField("MountPath", HaveValue(Equal(handOffDir)))))
+		}
+	}
+
+	big := m.DeepCopy()
+	big.Spec.MemoryLimitMiB = ptr.To[int32](8192)
+	g.Expect(HandOffGraceSeconds(big)).To(BeNumerically("~", 2*(2*(int64(8192)<<20/96)/20000)+150, 2))
+
+	for _, other := range []*cachev1alpha1.Memcached{
+		memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)}),
+		memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3), MemoryLimitMiB: ptr.To[int32](32), KeyMoves: m.Spec.KeyMoves}),
+	} {
+		g.Expect(HandsOffOnDeletion(other, images)).To(BeFalse())
+		ps := StatefulSet(other, images, SecretDigests{}).Spec.Template.Spec
+		g.Expect(*ps.TerminationGracePeriodSeconds).To(Equal(int64(terminationGracePeriodSeconds)))
+		g.Expect(*ps.Containers[0].Lifecycle.PreStop.Sleep.Seconds).To(Equal(int64(preStopSleepSeconds)))
+	}
+}
