@@ -108,7 +108,7 @@ func (o *opsRun) steps() []opStep {
 	return []opStep{
 		{"scale 3 → 4", 4, true, false, false, nil, func() error { return o.patch(o.memcached(), `{"spec":{"size":4}}`) }},
 		{"scale 4 → 3", 3, true, false, false, nil, func() error { return o.patch(o.memcached(), `{"spec":{"size":3}}`) }},
-		{"a pod deleted (its slot's pod replaced)", 3, false, false, false, func() error {
+		{"a pod deleted with its grace period (its keys handed off, its slot's pod replaced)", 3, false, false, false, func() error {
 			return wait.PollUntilContextTimeout(o.ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 				p := &corev1.Pod{}
 				err := o.e.c.Get(ctx, client.ObjectKeyFromObject(o.deleted), p)
@@ -121,6 +121,10 @@ func (o *opsRun) steps() []opStep {
 			}
 			return o.e.c.Delete(o.ctx, o.deleted)
 		}},
+		{"a pod evicted through the Eviction API (its keys handed off, its slot's pod replaced)", 3, false, false, false, o.evictedReplaced,
+			func() error { return o.evict(2) }},
+		{"a drain: every pod evicted as kubectl drain evicts (each one's keys handed off in turn)", 3, false, false, false, o.evictedReplaced,
+			func() error { return o.evict(0, 1, 2) }},
 		{"image rollout (the same memcached under another image name)", 3, true, false, false, nil, func() error {
 			return o.patch(o.memcached(), `{"spec":{"image":"`+repo.Version("LOCAL_MEMCACHED_IMAGE_MINOR")+`"}}`)
 		}},

@@ -32,9 +32,10 @@ type opsRun struct {
 	c   *memcache.Client
 	ca  *testcerts.CA
 	// renewed is the DER of the certificate a rotation serves; deleted
-	// the pod an operation deleted.
+	// the pod an operation deleted, evicted those it evicted.
 	renewed []byte
 	deleted *corev1.Pod
+	evicted []*corev1.Pod
 }
 
 // startOps creates the Memcached opsName, with TLS, authentication and

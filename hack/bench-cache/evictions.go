@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// drainWithin bounds a drain of the operations' Memcached: three hand-offs,
+// each a copy, the clients' poll, the pod's restart and the move back.
+const drainWithin = 10 * time.Minute
+
+// evict evicts the pods of slots through the Eviction API as kubectl
+// drain does: each pod not yet evicted is asked for again every 2 s while
+// the disruption budget refuses it. The pods evicted are kept in
+// o.evicted.
+func (o *opsRun) evict(slots ...int) error {
+	o.evicted = nil
+	left := map[string]bool{}
+	for _, k := range slots {
+		left[fmt.Sprintf("%s-%d", opsName, k)] = true
+	}
+	return wait.PollUntilContextTimeout(o.ctx, 2*time.Second, drainWithin, true, func(ctx context.Context) (bool, error) {
+		for name := range left {
+			p := &corev1.Pod{}
+			if err := o.e.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, p); err != nil {
+				return false, err
+			}
+			eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+				DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}}}
+			err := o.e.c.SubResource("eviction").Create(ctx, p, eviction)
+			switch {
+			case apierrors.IsTooManyRequests(err):
+				continue
+			case err != nil:
+				return false, fmt.Errorf("evicting %s: %w", name, err)
+			}
+			o.evicted = append(o.evicted, p)
+			delete(left, name)
+		}
+		return len(left) == 0, nil
+	})
+}
+
+// evictedReplaced waits until every pod evicted has a successor.
+func (o *opsRun) evictedReplaced() error {
+	return wait.PollUntilContextTimeout(o.ctx, 250*time.Millisecond, drainWithin, true, func(ctx context.Context) (bool, error) {
+		for _, gone := range o.evicted {
+			p := &corev1.Pod{}
+			if err := o.e.c.Get(ctx, client.ObjectKeyFromObject(gone), p); err != nil || p.UID == gone.UID {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
