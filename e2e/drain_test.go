@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
-	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/discovery"
@@ -32,23 +31,9 @@ import (
 // every slot is evicted, every key is an evicted slot's: at least 95% of
 // them hold their last value afterwards, and none an older one.
 func TestADrainHandsEachSlotsKeysOver(t *testing.T) {
-	var ns string
-	const name = "drained"
-	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
-	rc := &ringClient{}
-	latest := map[string]string{}
-	endpoints := func(t *testing.T, cfg *envconf.Config) func() []string {
-		return func() []string { return discoveryEndpoints(t, cfg, key()) }
-	}
-	f := features.New("a drain hands each slot's keys over").WithLabel("needs", "containers").
-		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if provider != "local" {
-				t.Skip("reaches the pods' addresses from this machine: local cluster only")
-			}
-			ns = namespace(t, cfg, name)
-			keyMovingMemcached(t, cfg, key(), rc, latest, endpoints(t, cfg))
-			return ctx
-		}).
+	s := newHandingOff("drained")
+	key, rc, latest, endpoints := s.key, s.rc, s.latest, s.endpoints
+	f := s.feature("a drain hands each slot's keys over").
 		Assess("each evicted slot hands its keys over and takes them back", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g := NewWithT(t)
 			w := startWriter(t, rc, endpoints(t, cfg), latest)

@@ -32,23 +32,9 @@ import (
 // every slot restarted empty (its event says its keys come back), and the
 // status never said that caches would be lost.
 func TestAMemoryLimitChangeHandsTheKeysOver(t *testing.T) {
-	var ns string
-	const name = "handing"
-	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
-	rc := &ringClient{}
-	latest := map[string]string{}
-	endpoints := func(t *testing.T, cfg *envconf.Config) func() []string {
-		return func() []string { return discoveryEndpoints(t, cfg, key()) }
-	}
-	f := features.New("a memory limit change hands the keys over").WithLabel("needs", "containers").
-		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if provider != "local" {
-				t.Skip("reaches the pods' addresses from this machine: local cluster only")
-			}
-			ns = namespace(t, cfg, name)
-			keyMovingMemcached(t, cfg, key(), rc, latest, endpoints(t, cfg))
-			return ctx
-		}).
+	s := newHandingOff("handing")
+	key, rc, latest, endpoints := s.key, s.rc, s.latest, s.endpoints
+	f := s.feature("a memory limit change hands the keys over").
 		Assess("each slot hands its keys over, restarts empty, and takes them back", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			g, k := NewWithT(t), kube(t, cfg)
 			statuses := startWatch(t, k, key())
@@ -59,14 +45,14 @@ func TestAMemoryLimitChangeHandsTheKeysOver(t *testing.T) {
 			g.Eventually(func(g Gomega) {
 				for i := range 3 {
 					p := &corev1.Pod{}
-					g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("%s-%d", name, i)}, p)).To(Succeed())
+					g.Expect(k.Get(ctx, types.NamespacedName{Namespace: s.ns, Name: fmt.Sprintf("%s-%d", s.name, i)}, p)).To(Succeed())
 					g.Expect(p.Annotations).NotTo(HaveKey(desired.AnnotationRestartingFrom))
 					out, err := session{}.run(net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(desired.DefaultContainerPort))), "stats settings")
 					g.Expect(err).NotTo(HaveOccurred())
 					g.Expect(out).To(MatchRegexp(`(?m)^STAT maxbytes 50331648\r?$`), p.Name)
 				}
 				cm := &corev1.ConfigMap{}
-				g.Expect(k.Get(ctx, types.NamespacedName{Namespace: ns, Name: desired.MembershipName(name)}, cm)).To(Succeed())
+				g.Expect(k.Get(ctx, types.NamespacedName{Namespace: s.ns, Name: desired.MembershipName(s.name)}, cm)).To(Succeed())
 				g.Expect(cm.Data).NotTo(HaveKey(desired.MoveKey), "a move is under way")
 				cl, err := discovery.Parse([]byte(cm.Data[desired.MembershipKey]))
 				g.Expect(err).NotTo(HaveOccurred())
@@ -86,7 +72,7 @@ func TestAMemoryLimitChangeHandsTheKeysOver(t *testing.T) {
 					restarted = append(restarted, e.Related.Name)
 				}
 			}
-			g.Expect(restarted).To(ConsistOf(name+"-0", name+"-1", name+"-2"), "each slot restarted empty after its hand-off")
+			g.Expect(restarted).To(ConsistOf(s.name+"-0", s.name+"-1", s.name+"-2"), "each slot restarted empty after its hand-off")
 			g.Expect(eventsOf(g, t, cfg, key(), "KeyMoveIncomplete")).To(BeEmpty())
 			for _, s := range statuses.stop() {
 				if c := meta.FindStatusCondition(s.Status.Conditions, cachev1alpha1.ConditionProgressing); c != nil {
@@ -96,4 +82,39 @@ func TestAMemoryLimitChangeHandsTheKeysOver(t *testing.T) {
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+// handingOff is a story of a Memcached of keyMovingMemcached whose slots
+// hand their keys off: its name, its namespace once made, a client of its
+// membership and the last value of each key.
+type handingOff struct {
+	name, ns string
+	rc       *ringClient
+	latest   map[string]string
+}
+
+func newHandingOff(name string) *handingOff {
+	return &handingOff{name: name, rc: &ringClient{}, latest: map[string]string{}}
+}
+
+func (s *handingOff) key() client.ObjectKey { return client.ObjectKey{Namespace: s.ns, Name: s.name} }
+
+// endpoints are the discovery endpoints of its pods, looked up anew at
+// each call.
+func (s *handingOff) endpoints(t *testing.T, cfg *envconf.Config) func() []string {
+	return func() []string { return discoveryEndpoints(t, cfg, s.key()) }
+}
+
+// feature is the story title, set up with the Memcached made and its keys
+// stored.
+func (s *handingOff) feature(title string) *features.FeatureBuilder {
+	return features.New(title).WithLabel("needs", "containers").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if provider != "local" {
+				t.Skip("reaches the pods' addresses from this machine: local cluster only")
+			}
+			s.ns = namespace(t, cfg, s.name)
+			keyMovingMemcached(t, cfg, s.key(), s.rc, s.latest, s.endpoints(t, cfg))
+			return ctx
+		})
 }

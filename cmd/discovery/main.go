@@ -8,7 +8,9 @@
 // so the endpoint answers while any pod does, with or without the
 // operator. With --plan, it also does this pod's part of each move of keys
 // the operator publishes beside the membership (package move), and says
-// what it did in its log.
+// what it did in its log; with --hand-off-dir, it hands the pod's keys to
+// the other slots when the pod's preStop hooks ask (--await-hand-off, the
+// hooks' own command).
 package main
 
 import (
