@@ -61,3 +61,14 @@ func (o *opsRun) evictedReplaced() error {
 		return true, nil
 	})
 }
+
+// deleteNow deletes the pod of slot without a grace period, as
+// kubectl delete --grace-period=0 --force does: no preStop hook runs.
+func (o *opsRun) deleteNow(slot int) error {
+	p := &corev1.Pod{}
+	if err := o.e.c.Get(o.ctx, client.ObjectKey{Namespace: namespace, Name: fmt.Sprintf("%s-%d", opsName, slot)}, p); err != nil {
+		return err
+	}
+	o.evicted = []*corev1.Pod{p}
+	return o.e.c.Delete(o.ctx, p, client.GracePeriodSeconds(0))
+}

@@ -54,11 +54,15 @@ type Mover struct {
 	Timeout time.Duration
 }
 
-// Copied is a key's copy: where it went and its CAS on both servers then.
+// Copied is a key's copy: where it went, its CAS on both servers then,
+// and a digest of what was copied (its value and flags). memcached gives
+// an item a new CAS when its slab rebalancer moves it to another page, so
+// a CAS that changed says only that the key may have: the digest tells.
 type Copied struct {
 	To      string
 	FromCAS uint64
 	ToCAS   uint64
+	Sum     uint64
 }
 
 // Ledger is the keys Copy copied from one server.
@@ -168,7 +172,7 @@ func (m *Mover) copyTo(ctx context.Context, conns conns, server string, byOwner 
 					continue
 				}
 				res.Copied++
-				res.Ledger[it.key] = Copied{To: owner, FromCAS: it.cas, ToCAS: cas[i]}
+				res.Ledger[it.key] = Copied{To: owner, FromCAS: it.cas, ToCAS: cas[i], Sum: it.sum()}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package move
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 
 	"github.com/example/memcached-operator/pkg/ring"
 )
@@ -58,11 +59,25 @@ func (m *Mover) settleBatch(ctx context.Context, conns conns, server string, bat
 	// Keys copied and unchanged since are deleted only as they were
 	// (their CAS): one written between the listing and now is found
 	// changed, as one changed before the listing is.
+	var moved []string
+	for _, k := range batch {
+		if c, copied := ledger[k.key]; copied && c.FromCAS != k.cas {
+			moved = append(moved, k.key)
+		}
+	}
+	// A key whose CAS changed holds what was copied still when memcached
+	// only moved it (its slab rebalancer): as copied, at its new CAS.
+	same, err := unchanged(m, src, moved, ledger)
+	if err != nil {
+		return fmt.Errorf("reading from %s: %w", server, err)
+	}
 	dels := make([]casKey, len(batch))
 	for i, k := range batch {
 		dels[i] = casKey{key: k.key}
 		if c, copied := ledger[k.key]; copied && c.FromCAS == k.cas {
 			dels[i].cas = k.cas
+		} else if cas, ok := same[k.key]; ok {
+			dels[i].cas = cas
 		}
 	}
 	deleted, err := src.delete(m.deadline(), dels)
@@ -98,11 +113,65 @@ func (m *Mover) settleBatch(ctx context.Context, conns conns, server string, bat
 		if err != nil {
 			return err
 		}
-		if _, err := dst.delete(m.deadline(), copies); err != nil {
+		if _, err := m.deleteCopies(dst, copies, ledger); err != nil {
 			return fmt.Errorf("deleting from %s: %w", owner, err)
 		}
 	}
 	return nil
+}
+
+// deleteCopies deletes copies from dst, each while it is as copied: at the
+// CAS the ledger recorded, or, where memcached moved it since (a new CAS),
+// while it holds what was copied. It tells how many it deleted.
+func (m *Mover) deleteCopies(dst *conn, copies []casKey, ledger Ledger) (int, error) {
+	deleted, err := dst.delete(m.deadline(), copies)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var moved []string
+	for i, d := range deleted {
+		if d {
+			n++
+		} else {
+			moved = append(moved, copies[i].key)
+		}
+	}
+	same, err := unchanged(m, dst, moved, ledger)
+	if err != nil || len(same) == 0 {
+		return n, err
+	}
+	again := make([]casKey, 0, len(same))
+	for key, cas := range same {
+		again = append(again, casKey{key: key, cas: cas})
+	}
+	deleted, err = dst.delete(m.deadline(), again)
+	for _, d := range deleted {
+		if d {
+			n++
+		}
+	}
+	return n, err
+}
+
+// unchanged reads keys from c and returns, by key, the CAS of those that
+// hold what ledger says was copied (its digest): moved by memcached since,
+// not written.
+func unchanged(m *Mover, c *conn, keys []string, ledger Ledger) (map[string]uint64, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	items, err := c.get(m.deadline(), keys)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]uint64{}
+	for _, it := range items {
+		if it.sum() == ledger[it.key].Sum {
+			out[it.key] = it.cas
+		}
+	}
+	return out, nil
 }
 
 // Undo deletes from its new owner each copy ledger records, while it is as
@@ -125,16 +194,20 @@ func (m *Mover) Undo(ctx context.Context, ledger Ledger) (int, error) {
 			if err := m.wait(ctx, len(batch)); err != nil {
 				return n, err
 			}
-			deleted, err := dst.delete(m.deadline(), batch)
+			deleted, err := m.deleteCopies(dst, batch, ledger)
+			n += deleted
 			if err != nil {
 				return n, fmt.Errorf("deleting from %s: %w", owner, err)
-			}
-			for _, d := range deleted {
-				if d {
-					n++
-				}
 			}
 		}
 	}
 	return n, nil
+}
+
+// sum is a digest of what a copy of it holds: its value and flags.
+func (it item) sum() uint64 {
+	h := fnv.New64a()
+	h.Write(it.value)
+	h.Write([]byte{byte(it.flags >> 24), byte(it.flags >> 16), byte(it.flags >> 8), byte(it.flags)})
+	return h.Sum64()
 }

@@ -1,0 +1,153 @@
+//go:build integration
+
+package move_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/example/memcached-operator/internal/testsupport/memcachedproc"
+	"github.com/example/memcached-operator/pkg/memcachedconn"
+	"github.com/example/memcached-operator/pkg/move"
+)
+
+// TestAKeyMemcachedMovedIsNotTakenForAWrite: memcached's slab rebalancer
+// moves the items of a page it gives to another slab class into free
+// chunks of their own class, and gives each a new CAS. A key it moved
+// after its copy is as copied still: the settle removes it from its old
+// server and keeps its copy, where a CAS alone would have read a client's
+// write and deleted both (a hand-off under memory pressure lost half its
+// slot's keys so). A key a client rewrote is still invalidated.
+func TestAKeyMemcachedMovedIsNotTakenForAWrite(t *testing.T) {
+	old := memcachedproc.StartOn(t, "127.0.0.105").Addr
+	owner := memcachedproc.StartOn(t, "127.0.0.105").Addr
+	ctx := context.Background()
+	conn, err := plain(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	value := strings.Repeat("v", 1024)
+	command := func(req string) string {
+		t.Helper()
+		reply, err := memcachedconn.Command(conn, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reply
+	}
+	// Keys and fillers side by side in the same pages: the fillers,
+	// deleted, leave free chunks the rebalancer moves keys into.
+	const n = 3000
+	for i := range n {
+		for _, k := range []string{fmt.Sprintf("key-%d", i), fmt.Sprintf("filler-%d", i)} {
+			if reply := command(fmt.Sprintf("set %s 0 0 %d\r\n%s\r\n", k, len(value), value)); reply != "STORED" {
+				t.Fatalf("set %s: %q", k, reply)
+			}
+		}
+	}
+	to := (&cluster{}).ring(t, []string{owner})
+	mover := &move.Mover{Dial: plain}
+	res, err := mover.Copy(ctx, old, to)
+	if err != nil || res.Copied != 2*n {
+		t.Fatalf("copied %+v: %v", res, err)
+	}
+	for i := range n {
+		command(fmt.Sprintf("delete filler-%d\r\n", i))
+	}
+	if reply := command("set key-0 0 0 5\r\nnewer\r\n"); reply != "STORED" {
+		t.Fatalf("rewriting key-0: %q", reply)
+	}
+	rescued := rebalance(t, old)
+	settled, err := mover.Settle(ctx, old, to, res.Ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("memcached moved %d items; settled %+v", rescued, settled)
+	if settled.Invalidated != 1 || settled.Removed != n-1 {
+		t.Fatalf("settled %+v: want %d removed and key-0 invalidated", settled, n-1)
+	}
+	oc, err := plain(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oc.Close()
+	for i := range n {
+		reply, err := memcachedconn.Command(oc, fmt.Sprintf("mg key-%d s\r\n", i))
+		want := fmt.Sprintf("HD s%d", len(value))
+		if i == 0 {
+			want = "EN"
+		}
+		if err != nil || reply != want {
+			t.Fatalf("key-%d on its new owner: %q %v, want %q", i, reply, err, want)
+		}
+	}
+}
+
+// rebalance has the memcached at addr give the pages of the keys' slab
+// class away until its rebalancer moved some of their items, and returns
+// how many it moved.
+func rebalance(t *testing.T, addr string) int {
+	t.Helper()
+	stats := func(what string) string {
+		conn, err := plain(context.Background(), addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.Write([]byte(what + "\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		r := bufio.NewReader(conn)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if line == "END\r\n" {
+				return out.String()
+			}
+			out.WriteString(line)
+		}
+	}
+	rescues := func() int {
+		m := regexp.MustCompile(`(?m)^STAT slab_reassign_rescues (\d+)\r?$`).FindStringSubmatch(stats("stats"))
+		if m == nil {
+			t.Fatal("no slab_reassign_rescues")
+		}
+		v, _ := strconv.Atoi(m[1])
+		return v
+	}
+	// The keys' class: the one that holds the most.
+	class, most := "", 0
+	for _, m := range regexp.MustCompile(`(?m)^STAT (\d+):used_chunks (\d+)\r?$`).FindAllStringSubmatch(stats("stats slabs"), -1) {
+		if used, _ := strconv.Atoi(m[2]); used > most {
+			class, most = m[1], used
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for rescues() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("memcached moved no item")
+		}
+		conn, err := plain(context.Background(), addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply, err := memcachedconn.Command(conn, "slabs reassign "+class+" 0\r\n")
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("slabs reassign %s 0: %s", class, reply)
+		time.Sleep(100 * time.Millisecond)
+	}
+	return rescues()
+}
