@@ -73,19 +73,27 @@ func TestAKeyMemcachedMovedIsNotTakenForAWrite(t *testing.T) {
 	if settled.Invalidated != 1 || settled.Removed != n-1 {
 		t.Fatalf("settled %+v: want %d removed and key-0 invalidated", settled, n-1)
 	}
-	oc, err := plain(ctx, owner)
+	expectCopiesBut(t, owner, n, len(value), "key-0")
+}
+
+// expectCopiesBut checks that owner holds key-0 … key-<n-1> with values of
+// size bytes, but gone, which it must not hold.
+func expectCopiesBut(t *testing.T, owner string, n, size int, gone string) {
+	t.Helper()
+	oc, err := plain(context.Background(), owner)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer oc.Close()
 	for i := range n {
-		reply, err := memcachedconn.Command(oc, fmt.Sprintf("mg key-%d s\r\n", i))
-		want := fmt.Sprintf("HD s%d", len(value))
-		if i == 0 {
+		k := fmt.Sprintf("key-%d", i)
+		reply, err := memcachedconn.Command(oc, "mg "+k+" s\r\n")
+		want := fmt.Sprintf("HD s%d", size)
+		if k == gone {
 			want = "EN"
 		}
 		if err != nil || reply != want {
-			t.Fatalf("key-%d on its new owner: %q %v, want %q", i, reply, err, want)
+			t.Fatalf("%s on its new owner: %q %v, want %q", k, reply, err, want)
 		}
 	}
 }

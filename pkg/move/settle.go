@@ -59,26 +59,9 @@ func (m *Mover) settleBatch(ctx context.Context, conns conns, server string, bat
 	// Keys copied and unchanged since are deleted only as they were
 	// (their CAS): one written between the listing and now is found
 	// changed, as one changed before the listing is.
-	var moved []string
-	for _, k := range batch {
-		if c, copied := ledger[k.key]; copied && c.FromCAS != k.cas {
-			moved = append(moved, k.key)
-		}
-	}
-	// A key whose CAS changed holds what was copied still when memcached
-	// only moved it (its slab rebalancer): as copied, at its new CAS.
-	same, err := unchanged(m, src, moved, ledger)
+	dels, err := deletions(m, src, batch, ledger)
 	if err != nil {
 		return fmt.Errorf("reading from %s: %w", server, err)
-	}
-	dels := make([]casKey, len(batch))
-	for i, k := range batch {
-		dels[i] = casKey{key: k.key}
-		if c, copied := ledger[k.key]; copied && c.FromCAS == k.cas {
-			dels[i].cas = k.cas
-		} else if cas, ok := same[k.key]; ok {
-			dels[i].cas = cas
-		}
 	}
 	deleted, err := src.delete(m.deadline(), dels)
 	if err != nil {
@@ -118,6 +101,34 @@ func (m *Mover) settleBatch(ctx context.Context, conns conns, server string, bat
 		}
 	}
 	return nil
+}
+
+// deletions are the deletes of batch from src: each key copied and as
+// copied since (its CAS, or, where memcached moved it, what it holds) only
+// while it is so; the others whatever they hold.
+func deletions(m *Mover, src *conn, batch []listed, ledger Ledger) ([]casKey, error) {
+	var moved []string
+	for _, k := range batch {
+		if c, copied := ledger[k.key]; copied && c.FromCAS != k.cas {
+			moved = append(moved, k.key)
+		}
+	}
+	// A key whose CAS changed holds what was copied still when memcached
+	// only moved it (its slab rebalancer): as copied, at its new CAS.
+	same, err := unchanged(m, src, moved, ledger)
+	if err != nil {
+		return nil, err
+	}
+	dels := make([]casKey, len(batch))
+	for i, k := range batch {
+		dels[i] = casKey{key: k.key}
+		if c, copied := ledger[k.key]; copied && c.FromCAS == k.cas {
+			dels[i].cas = k.cas
+		} else if cas, ok := same[k.key]; ok {
+			dels[i].cas = cas
+		}
+	}
+	return dels, nil
 }
 
 // deleteCopies deletes copies from dst, each while it is as copied: at the
