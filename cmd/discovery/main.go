@@ -61,7 +61,7 @@ func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	c.Log = log
 	if h.await != "" {
-		if err := move.AwaitHandOff(context.Background(), h.await, 0); err != nil {
+		if err := move.AwaitHandOff(context.Background(), h.await, move.DiscoveryHook, 0); err != nil {
 			log.Error("cannot await the hand-off", "error", err.Error())
 			os.Exit(1)
 		}

@@ -64,7 +64,7 @@ func main() {
 		return
 	}
 	if awaitHandOff != "" {
-		if err := move.AwaitHandOff(context.Background(), awaitHandOff, atLeast); err != nil {
+		if err := move.AwaitHandOff(context.Background(), awaitHandOff, move.MemcachedHook, atLeast); err != nil {
 			log.Error("Cannot await the hand-off", "error", err.Error())
 			os.Exit(1)
 		}

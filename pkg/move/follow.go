@@ -242,7 +242,7 @@ func (f *Follower) settleKeys(ctx context.Context, mover *Mover, p Plan, to disc
 	if err != nil {
 		return podlog.Step{Msg: podlog.FailedMessage, Server: self, Error: err.Error()}
 	}
-	return podlog.Step{Msg: podlog.SettledMessage, Server: self, Removed: res.Removed, Invalidated: res.Invalidated,
+	return podlog.Step{Msg: podlog.SettledMessage, Server: self, Removed: res.Removed, Invalidated: res.Invalidated, Gone: res.Gone, Rewritten: res.Rewritten,
 		Uncopied: res.Uncopied, Seconds: time.Since(start).Seconds()}
 }
 

@@ -31,13 +31,6 @@ import (
 // clients, still on the membership with this slot, would never read them,
 // and a later move could bring them back over newer writes.
 
-// Files of a hand-off's directory, which the pod's containers share: a
-// preStop hook writes LeavingFile and waits for HandedOffFile.
-const (
-	LeavingFile   = "leaving"
-	HandedOffFile = "handed-off"
-)
-
 // HandOffStep is the Step of a hand-off's reports; their Move is the
 // version of the membership the pod leaves.
 const HandOffStep = "hand-off"
@@ -63,12 +56,13 @@ type Leaver struct {
 	Poll time.Duration
 }
 
-// Run waits until a preStop hook writes LeavingFile, hands the keys off,
-// and writes HandedOffFile, which the hooks wait for.
+// Run waits until both preStop hooks ask for a hand-off (the pod is being
+// deleted), hands the keys off, and writes HandedOffFile, which the hooks
+// wait for.
 func (l *Leaver) Run(ctx context.Context) {
 	poll := cmp.Or(l.Poll, time.Second)
 	for {
-		if _, err := os.Stat(filepath.Join(l.Dir, LeavingFile)); err == nil {
+		if leaving(l.Dir) {
 			break
 		}
 		select {
@@ -80,31 +74,6 @@ func (l *Leaver) Run(ctx context.Context) {
 	l.HandOff(ctx)
 	if err := os.WriteFile(filepath.Join(l.Dir, HandedOffFile), nil, 0o644); err != nil {
 		l.Follower.Log.Error("cannot say the keys are handed off", "error", err.Error())
-	}
-}
-
-// AwaitHandOff is a preStop hook's part: it writes dir's LeavingFile and
-// waits until HandedOffFile is there, and at least least.
-func AwaitHandOff(ctx context.Context, dir string, least time.Duration) error {
-	start := time.Now()
-	// The other container's hook may have written it, as another user.
-	f, err := os.OpenFile(filepath.Join(dir, LeavingFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	switch {
-	case err == nil:
-		f.Close()
-	case !errors.Is(err, os.ErrExist):
-		return err
-	}
-	for {
-		_, err := os.Stat(filepath.Join(dir, HandedOffFile))
-		if err == nil && time.Since(start) >= least {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
 	}
 }
 
@@ -161,7 +130,7 @@ func (l *Leaver) HandOff(ctx context.Context) {
 		return
 	}
 	l.report(podlog.Step{Msg: podlog.SettledMessage, Move: from.Version, Server: self, Removed: settled.Removed,
-		Invalidated: settled.Invalidated, Uncopied: settled.Uncopied, Seconds: time.Since(start).Seconds()})
+		Invalidated: settled.Invalidated, Gone: settled.Gone, Rewritten: settled.Rewritten, Uncopied: settled.Uncopied, Seconds: time.Since(start).Seconds()})
 }
 
 // report writes r as a hand-off's step.

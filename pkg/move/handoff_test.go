@@ -166,8 +166,10 @@ func TestALeavingSlotHandsItsKeysOff(t *testing.T) {
 	log := &syncBuffer{}
 	dir := t.TempDir()
 	go s.leaver(dir, 30*time.Second, log).Run(context.Background())
-	hook := make(chan error, 1)
-	go func() { hook <- move.AwaitHandOff(context.Background(), dir, 0) }()
+	// The pod is deleted: the kubelet runs both containers' hooks.
+	hook := make(chan error, 2)
+	go func() { hook <- move.AwaitHandOff(context.Background(), dir, move.MemcachedHook, 0) }()
+	go func() { hook <- move.AwaitHandOff(context.Background(), dir, move.DiscoveryHook, 0) }()
 
 	copied := reported(t, log, podlog.CopiedMessage)
 	var leaving []string
@@ -188,8 +190,10 @@ func TestALeavingSlotHandsItsKeysOff(t *testing.T) {
 	case <-time.After(time.Second):
 	}
 	s.publish(t, 0, s.to)
-	if err := <-hook; err != nil {
-		t.Fatal(err)
+	for range 2 {
+		if err := <-hook; err != nil {
+			t.Fatal(err)
+		}
 	}
 	settled := reported(t, log, podlog.SettledMessage)
 	if settled.Failed() || settled.Invalidated != 1 {
@@ -244,4 +248,33 @@ func (s *syncBuffer) bytes() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return bytes.Clone(s.b.Bytes())
+}
+
+// TestAContainerRestartedAloneHandsNothingOff: the kubelet runs one
+// container's preStop hook alone when it restarts that container in its
+// pod (memcached's, for a new image set in place): the hook returns after
+// its own wait, and nothing is handed off.
+func TestAContainerRestartedAloneHandsNothingOff(t *testing.T) {
+	s := startHandOffSlots(t, 300)
+	log := &syncBuffer{}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.leaver(dir, 30*time.Second, log).Run(ctx)
+	start := time.Now()
+	if err := move.AwaitHandOff(context.Background(), dir, move.MemcachedHook, 4*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 4*time.Second || took > 8*time.Second {
+		t.Fatalf("the hook took %s: want its own 4 s", took)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if b := log.bytes(); len(b) > 0 {
+		t.Fatalf("a hand-off ran: %s", b)
+	}
+	// Later, the pod is deleted: both hooks, and a hand-off.
+	done := make(chan error, 1)
+	go func() { done <- move.AwaitHandOff(context.Background(), dir, move.DiscoveryHook, 0) }()
+	go move.AwaitHandOff(context.Background(), dir, move.MemcachedHook, 0)
+	reported(t, log, podlog.CopiedMessage)
 }

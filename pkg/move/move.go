@@ -86,6 +86,9 @@ type SettleResult struct {
 	// Invalidated: keys that changed on the server after their copy; both
 	// deleted (the copy kept where it changed on the new owner since).
 	Invalidated int
+	// Of Invalidated, Gone were no longer on the server when read again
+	// (deleted by a client, or evicted), Rewritten held another value.
+	Gone, Rewritten int
 	// Uncopied: keys the new ring puts elsewhere that were never copied
 	// (written after the copy); deleted from the server.
 	Uncopied int

@@ -59,7 +59,7 @@ func (m *Mover) settleBatch(ctx context.Context, conns conns, server string, bat
 	// Keys copied and unchanged since are deleted only as they were
 	// (their CAS): one written between the listing and now is found
 	// changed, as one changed before the listing is.
-	dels, err := deletions(m, src, batch, ledger)
+	dels, err := deletions(m, src, batch, ledger, res)
 	if err != nil {
 		return fmt.Errorf("reading from %s: %w", server, err)
 	}
@@ -106,7 +106,7 @@ func (m *Mover) settleBatch(ctx context.Context, conns conns, server string, bat
 // deletions are the deletes of batch from src: each key copied and as
 // copied since (its CAS, or, where memcached moved it, what it holds) only
 // while it is so; the others whatever they hold.
-func deletions(m *Mover, src *conn, batch []listed, ledger Ledger) ([]casKey, error) {
+func deletions(m *Mover, src *conn, batch []listed, ledger Ledger, res *SettleResult) ([]casKey, error) {
 	var moved []string
 	for _, k := range batch {
 		if c, copied := ledger[k.key]; copied && c.FromCAS != k.cas {
@@ -115,10 +115,12 @@ func deletions(m *Mover, src *conn, batch []listed, ledger Ledger) ([]casKey, er
 	}
 	// A key whose CAS changed holds what was copied still when memcached
 	// only moved it (its slab rebalancer): as copied, at its new CAS.
-	same, err := unchanged(m, src, moved, ledger)
+	same, present, err := unchanged(m, src, moved, ledger)
 	if err != nil {
 		return nil, err
 	}
+	res.Gone += len(moved) - present
+	res.Rewritten += present - len(same)
 	dels := make([]casKey, len(batch))
 	for i, k := range batch {
 		dels[i] = casKey{key: k.key}
@@ -148,7 +150,7 @@ func (m *Mover) deleteCopies(dst *conn, copies []casKey, ledger Ledger) (int, er
 			moved = append(moved, copies[i].key)
 		}
 	}
-	same, err := unchanged(m, dst, moved, ledger)
+	same, _, err := unchanged(m, dst, moved, ledger)
 	if err != nil || len(same) == 0 {
 		return n, err
 	}
@@ -167,14 +169,14 @@ func (m *Mover) deleteCopies(dst *conn, copies []casKey, ledger Ledger) (int, er
 
 // unchanged reads keys from c and returns, by key, the CAS of those that
 // hold what ledger says was copied (its digest): moved by memcached since,
-// not written.
-func unchanged(m *Mover, c *conn, keys []string, ledger Ledger) (map[string]uint64, error) {
+// not written; and how many of keys c holds.
+func unchanged(m *Mover, c *conn, keys []string, ledger Ledger) (map[string]uint64, int, error) {
 	if len(keys) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	items, err := c.get(m.deadline(), keys)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	out := map[string]uint64{}
 	for _, it := range items {
@@ -182,7 +184,7 @@ func unchanged(m *Mover, c *conn, keys []string, ledger Ledger) (map[string]uint
 			out[it.key] = it.cas
 		}
 	}
-	return out, nil
+	return out, len(items), nil
 }
 
 // Undo deletes from its new owner each copy ledger records, while it is as

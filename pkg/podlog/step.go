@@ -28,6 +28,7 @@ type Step struct {
 	// (rewritten here after their copy) and removed uncopied.
 	Removed     int `json:"removed,omitempty"`
 	Invalidated int `json:"invalidated,omitempty"`
+	Rewritten   int `json:"rewritten,omitempty"`
 	Uncopied    int `json:"uncopied,omitempty"`
 
 	Seconds float64 `json:"seconds,omitempty"`
