@@ -25,16 +25,58 @@ import (
 // write and deleted both (a hand-off under memory pressure lost half its
 // slot's keys so). A key a client rewrote is still invalidated.
 func TestAKeyMemcachedMovedIsNotTakenForAWrite(t *testing.T) {
-	old := memcachedproc.StartOn(t, "127.0.0.105").Addr
-	owner := memcachedproc.StartOn(t, "127.0.0.105").Addr
-	ctx := context.Background()
-	conn, err := plain(ctx, old)
+	old, owner, res, command := copiedWithFillers(t)
+	if reply := command("set key-0 0 0 5\r\nnewer\r\n"); reply != "STORED" {
+		t.Fatalf("rewriting key-0: %q", reply)
+	}
+	rescued := rebalance(t, old)
+	settled, err := (&move.Mover{Dial: plain}).Settle(context.Background(), old, (&cluster{}).ring(t, []string{owner}), res.Ledger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	value := strings.Repeat("v", 1024)
-	command := func(req string) string {
+	t.Logf("memcached moved %d items; settled %+v", rescued, settled)
+	if settled.Invalidated != 1 || settled.Removed != fillersN-1 {
+		t.Fatalf("settled %+v: want %d removed and key-0 invalidated", settled, fillersN-1)
+	}
+	expectCopiesBut(t, owner, fillersN, 1024, "key-0")
+}
+
+// TestAKeyMemcachedMovesDuringTheSettleIsNotTakenForAWrite: memcached
+// moves items between the settle's listing and its deletes (as it does
+// while the settle frees its pages): each is deleted at its new CAS, its
+// copy kept.
+func TestAKeyMemcachedMovesDuringTheSettleIsNotTakenForAWrite(t *testing.T) {
+	old, owner, res, _ := copiedWithFillers(t)
+	var rescued int
+	mover := &move.Mover{Dial: onSecondDial(old, func() { rescued = rebalance(t, old) })}
+	settled, err := mover.Settle(context.Background(), old, (&cluster{}).ring(t, []string{owner}), res.Ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("memcached moved %d items; settled %+v", rescued, settled)
+	if settled.Invalidated != 0 || settled.Removed != fillersN {
+		t.Fatalf("settled %+v: want all %d removed", settled, fillersN)
+	}
+	expectCopiesBut(t, owner, fillersN, 1024, "")
+}
+
+// fillersN is how many keys copiedWithFillers stores, and as many fillers.
+const fillersN = 3000
+
+// copiedWithFillers stores keys and fillers side by side in the same pages
+// of a memcached, copies them all to another, and deletes the fillers: they
+// leave free chunks memcached's rebalancer moves the keys into. It returns
+// both memcacheds, the copy, and a command on the first.
+func copiedWithFillers(t *testing.T) (old, owner string, res move.CopyResult, command func(string) string) {
+	t.Helper()
+	old = memcachedproc.StartOn(t, "127.0.0.105").Addr
+	owner = memcachedproc.StartOn(t, "127.0.0.105").Addr
+	conn, err := plain(context.Background(), old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	command = func(req string) string {
 		t.Helper()
 		reply, err := memcachedconn.Command(conn, req)
 		if err != nil {
@@ -42,38 +84,23 @@ func TestAKeyMemcachedMovedIsNotTakenForAWrite(t *testing.T) {
 		}
 		return reply
 	}
-	// Keys and fillers side by side in the same pages: the fillers,
-	// deleted, leave free chunks the rebalancer moves keys into.
-	const n = 3000
-	for i := range n {
+	value := strings.Repeat("v", 1024)
+	for i := range fillersN {
 		for _, k := range []string{fmt.Sprintf("key-%d", i), fmt.Sprintf("filler-%d", i)} {
 			if reply := command(fmt.Sprintf("set %s 0 0 %d\r\n%s\r\n", k, len(value), value)); reply != "STORED" {
 				t.Fatalf("set %s: %q", k, reply)
 			}
 		}
 	}
-	to := (&cluster{}).ring(t, []string{owner})
-	mover := &move.Mover{Dial: plain}
-	res, err := mover.Copy(ctx, old, to)
-	if err != nil || res.Copied != 2*n {
+	res, err = (&move.Mover{Dial: plain}).Copy(context.Background(), old, (&cluster{}).ring(t, []string{owner}))
+	if err != nil || res.Copied != 2*fillersN {
 		t.Fatalf("copied %+v: %v", res, err)
 	}
-	for i := range n {
+	for i := range fillersN {
 		command(fmt.Sprintf("delete filler-%d\r\n", i))
+		delete(res.Ledger, fmt.Sprintf("filler-%d", i))
 	}
-	if reply := command("set key-0 0 0 5\r\nnewer\r\n"); reply != "STORED" {
-		t.Fatalf("rewriting key-0: %q", reply)
-	}
-	rescued := rebalance(t, old)
-	settled, err := mover.Settle(ctx, old, to, res.Ledger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("memcached moved %d items; settled %+v", rescued, settled)
-	if settled.Invalidated != 1 || settled.Removed != n-1 {
-		t.Fatalf("settled %+v: want %d removed and key-0 invalidated", settled, n-1)
-	}
-	expectCopiesBut(t, owner, n, len(value), "key-0")
+	return old, owner, res, command
 }
 
 // expectCopiesBut checks that owner holds key-0 … key-<n-1> with values of

@@ -63,7 +63,7 @@ func (m *Mover) settleBatch(ctx context.Context, conns conns, server string, bat
 	if err != nil {
 		return fmt.Errorf("reading from %s: %w", server, err)
 	}
-	deleted, err := src.delete(m.deadline(), dels)
+	deleted, err := deleteListed(m, src, dels, ledger)
 	if err != nil {
 		return fmt.Errorf("deleting from %s: %w", server, err)
 	}
@@ -142,29 +142,72 @@ func (m *Mover) deleteCopies(dst *conn, copies []casKey, ledger Ledger) (int, er
 		return 0, err
 	}
 	n := 0
-	var moved []string
+	var failed []string
 	for i, d := range deleted {
 		if d {
 			n++
 		} else {
-			moved = append(moved, copies[i].key)
+			failed = append(failed, copies[i].key)
 		}
 	}
-	same, _, err := unchanged(m, dst, moved, ledger)
-	if err != nil || len(same) == 0 {
-		return n, err
+	later, err := retryMoved(m, dst, failed, ledger)
+	return n + len(later), err
+}
+
+// deleteListed deletes dels from src, and tells of each whether it did:
+// one whose CAS memcached changed since by moving it is deleted at its CAS
+// now (retryMoved).
+func deleteListed(m *Mover, src *conn, dels []casKey, ledger Ledger) ([]bool, error) {
+	deleted, err := src.delete(m.deadline(), dels)
+	if err != nil {
+		return nil, err
 	}
-	again := make([]casKey, 0, len(same))
-	for key, cas := range same {
-		again = append(again, casKey{key: key, cas: cas})
-	}
-	deleted, err = dst.delete(m.deadline(), again)
-	for _, d := range deleted {
-		if d {
-			n++
+	var failed []string
+	for i, d := range dels {
+		if d.cas != 0 && !deleted[i] {
+			failed = append(failed, d.key)
 		}
 	}
-	return n, err
+	later, err := retryMoved(m, src, failed, ledger)
+	for i, d := range dels {
+		deleted[i] = deleted[i] || later[d.key]
+	}
+	return deleted, err
+}
+
+// casTries bounds how often a key memcached moved is deleted again: it may
+// move it again between the read and the delete.
+const casTries = 3
+
+// retryMoved deletes from c those of keys, whose delete at the CAS they had
+// failed, that still hold what ledger says was copied (memcached moved
+// them: a new CAS), at their CAS now, up to casTries times; and returns
+// those it deleted.
+func retryMoved(m *Mover, c *conn, keys []string, ledger Ledger) (map[string]bool, error) {
+	out := map[string]bool{}
+	for range casTries {
+		same, _, err := unchanged(m, c, keys, ledger)
+		if err != nil || len(same) == 0 {
+			return out, err
+		}
+		again := make([]casKey, 0, len(same))
+		for key, cas := range same {
+			again = append(again, casKey{key: key, cas: cas})
+		}
+		deleted, err := c.delete(m.deadline(), again)
+		if err != nil {
+			return out, err
+		}
+		keys = keys[:0]
+		for i, d := range deleted {
+			if d {
+				out[again[i].key] = true
+			} else {
+				keys = append(keys, again[i].key)
+			}
+		}
+	}
+	return out, nil
 }
 
 // unchanged reads keys from c and returns, by key, the CAS of those that
