@@ -39,6 +39,12 @@ func TestADeletedPodHandsItsKeysOffWithinItsGrace(t *testing.T) {
 	big := m.DeepCopy()
 	big.Spec.MemoryLimitMiB = ptr.To[int32](8192)
 	g.Expect(HandOffGraceSeconds(big)).To(BeNumerically("~", 2*(2*(int64(8192)<<20/96)/20000)+150, 2))
+	// A memory limit memcached takes in its pod keeps the pod: its grace
+	// period is the one it was made with.
+	lower := m.DeepCopy()
+	lower.Spec.MemoryLimitMiB = ptr.To[int32](48)
+	g.Expect(StatefulSet(lower, images, SecretDigests{}).Spec.Template.Annotations[AnnotationPodShape]).
+		To(Equal(StatefulSet(m, images, SecretDigests{}).Spec.Template.Annotations[AnnotationPodShape]))
 
 	for _, other := range []*cachev1alpha1.Memcached{
 		memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)}),

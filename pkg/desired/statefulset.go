@@ -11,6 +11,7 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 )
@@ -130,8 +131,8 @@ func ParsePodMetadataKeys(s string) PodMetadataKeys {
 var restartAnnotations = []string{AnnotationTLSDigest, AnnotationAuthDigest, AnnotationRestartedFor}
 
 // podShape is a digest of template with its containers' images, the
-// memcached container's resources, the memory volume's size, its labels and
-// its annotations left out (but those of restartAnnotations): two templates
+// memcached container's resources, the memory volume's size, the grace
+// period, its labels and its annotations left out (but those of restartAnnotations): two templates
 // of the same shape differ at most in what a pod can take in place
 // (resources where the cluster resizes pods in place, a memory limit its
 // memory volume holds: the operator replaces the pod where it cannot).
@@ -146,6 +147,12 @@ func podShape(template *corev1ac.PodTemplateSpecApplyConfiguration) string {
 	t.ObjectMetaApplyConfiguration = meta
 	spec := *t.Spec
 	t.Spec = &spec
+	// The grace period bounds a hand-off, which takes longer the more
+	// memcached holds (HandOffGraceSeconds): a pod that takes a new
+	// memory limit in place keeps the one it was made with, as the
+	// apiserver changes no pod's. Hashed as the one pods without a
+	// hand-off have, so that their shapes stay as they were.
+	spec.TerminationGracePeriodSeconds = ptr.To[int64](terminationGracePeriodSeconds)
 	spec.InitContainers = withoutInPlace(spec.InitContainers)
 	spec.Containers = withoutInPlace(spec.Containers)
 	spec.Volumes = slices.Clone(spec.Volumes)
