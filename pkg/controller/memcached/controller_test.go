@@ -55,7 +55,7 @@ func TestStatefulSetIsCreatedWithOwnerAndOurFieldManagerOnly(t *testing.T) {
 		g.Expect(c.Message).NotTo(BeEmpty())
 		g.Expect(c.ObservedGeneration).To(Equal(m.Generation))
 	}
-	g.Expect(events(t, ns, "cache", "Created")).To(ConsistOf(HaveField("Note", "Created StatefulSet cache with 2 replicas; created Service cache; created PodDisruptionBudget cache; created ConfigMap cache-membership")),
+	g.Expect(events(t, ns, "cache", "Created")).To(ConsistOf(HaveField("Note", "Created StatefulSet cache with 2 replicas; created Service cache; created ConfigMap cache-membership; created PodDisruptionBudget cache")),
 		"one event for everything one reconcile created")
 }
 

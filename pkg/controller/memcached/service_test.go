@@ -107,7 +107,7 @@ func TestPodDisruptionBudgetFollowsSize(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &policyv1.PodDisruptionBudget{}))
 	}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue(), "no budget for a single pod")
-	g.Expect(events(t, ns, "cache", "Scaled")).To(ContainElement(HaveField("Note", "Scaled StatefulSet cache from 3 to 1 replicas; deleted PodDisruptionBudget cache (size is 1); updated ConfigMap cache-membership")),
+	g.Expect(events(t, ns, "cache", "Scaled")).To(ContainElement(HaveField("Note", "Scaled StatefulSet cache from 3 to 1 replicas; updated ConfigMap cache-membership; deleted PodDisruptionBudget cache (size is 1)")),
 		"one event tells the scale and the budget's removal")
 
 	resize(2)
