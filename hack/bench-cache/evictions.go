@@ -62,8 +62,9 @@ func (o *opsRun) evictedReplaced() error {
 	})
 }
 
-// deleteNow deletes the pod of slot without a grace period, as
-// kubectl delete --grace-period=0 --force does: no preStop hook runs.
+// deleteNow deletes the pod of slot with a grace period of 0, as kubectl
+// delete --grace-period=0 --force does: its API object goes at once, so
+// the operator never sees it being deleted.
 func (o *opsRun) deleteNow(slot int) error {
 	p := &corev1.Pod{}
 	if err := o.e.c.Get(o.ctx, client.ObjectKey{Namespace: namespace, Name: fmt.Sprintf("%s-%d", opsName, slot)}, p); err != nil {

@@ -125,7 +125,7 @@ func (o *opsRun) steps() []opStep {
 			func() error { return o.evict(2) }},
 		{"a drain: every pod evicted as kubectl drain evicts (each one's keys handed off in turn)", 3, false, false, false, o.evictedReplaced,
 			func() error { return o.evict(0, 1, 2) }},
-		{"a pod deleted without grace (--grace-period=0 --force: no hand-off, its slot's keys lost)", 3, false, false, false, o.evictedReplaced,
+		{"a pod deleted with a grace period of 0 (its API object goes at once: the operator publishes no membership without it)", 3, false, false, false, o.evictedReplaced,
 			func() error { return o.deleteNow(0) }},
 		{"image rollout (the same memcached under another image name)", 3, true, false, false, nil, func() error {
 			return o.patch(o.memcached(), `{"spec":{"image":"`+repo.Version("LOCAL_MEMCACHED_IMAGE_MINOR")+`"}}`)
