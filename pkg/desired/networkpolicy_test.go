@@ -52,6 +52,10 @@ func TestNetworkPolicy(t *testing.T) {
 			{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}},
 		}},
 	}, {
+		name: "key moves: the pods are clients of one another, and a leaving pod asks its peers' endpoints",
+		spec: cachev1alpha1.MemcachedSpec{KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: "node"}, NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true}},
+		want: map[string][]networkingv1.NetworkPolicyPeer{"11211": {thisNamespace}, "memcached": {thisNamespace}, "11212": {thisNamespace}},
+	}, {
 		name: "metrics clients without monitoring open no port",
 		spec: cachev1alpha1.MemcachedSpec{NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true,
 			MetricsClients: []cachev1alpha1.NetworkPolicyPeer{{NamespaceSelector: prometheus}}}},
@@ -78,9 +82,13 @@ func TestNetworkPolicy(t *testing.T) {
 					sent[string(*p.Protocol)+"/"+p.Port.String()] = rule.To
 				}
 			}
-			g.Expect(sent).To(Equal(map[string][]networkingv1.NetworkPolicyPeer{
+			wantSent := map[string][]networkingv1.NetworkPolicyPeer{
 				"TCP/" + strconv.Itoa(int(port(m))): own, "TCP/memcached": own, "UDP/53": anyNamespace, "TCP/53": anyNamespace,
-			}), "the pods send to their peers and DNS only")
+			}
+			if MovesKeys(m) {
+				wantSent["TCP/"+strconv.Itoa(int(DiscoveryPort))] = own
+			}
+			g.Expect(sent).To(Equal(wantSent), "the pods send to their peers and DNS only")
 			got := map[string][]networkingv1.NetworkPolicyPeer{}
 			for _, rule := range np.Spec.Ingress {
 				for _, p := range rule.Ports {
