@@ -50,7 +50,8 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 			ips[p.Name] = p.IP
 		}
 	}
-	membership := desired.Membership(s.m, ips, st.published, s.leaving()...)
+	leaving := s.leaving()
+	membership := desired.Membership(s.m, ips, st.published, leaving...)
 	var plan string
 	var res ctrl.Result
 	if s.movesKeys() {
@@ -61,7 +62,7 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 	out, err = s.apply(ctx, configMaps, current, desired.MembershipConfigMap(s.m, membership, plan))
 	s.observe(owned.KindConfigMap, out)
 	s.obs.Discovery = out.obj != nil
-	s.keysMoving = s.movesKeys() && (plan != "" || len(s.leaving()) > 0 || len(membership.Nodes) < int(desired.Replicas(s.m)))
+	s.keysMoving = s.movesKeys() && (plan != "" || len(leaving) > 0 || len(membership.Nodes) < int(desired.Replicas(s.m)))
 	if err == nil && out.obj != nil {
 		s.published(membership, plan)
 		if t := out.obj.LastApplied(); t != nil {
