@@ -49,7 +49,7 @@ func (o *opsRun) evict(slots ...int) error {
 	})
 }
 
-// evictedReplaced waits until every pod evicted has a successor.
+// evictedReplaced waits until every pod evicted or deleted has a successor.
 func (o *opsRun) evictedReplaced() error {
 	return wait.PollUntilContextTimeout(o.ctx, 250*time.Millisecond, drainWithin, true, func(ctx context.Context) (bool, error) {
 		for _, gone := range o.evicted {
@@ -62,14 +62,18 @@ func (o *opsRun) evictedReplaced() error {
 	})
 }
 
-// deleteNow deletes the pod of slot with a grace period of 0, as kubectl
-// delete --grace-period=0 --force does: its API object goes at once, so
-// the operator never sees it being deleted.
-func (o *opsRun) deleteNow(slot int) error {
+// deleteWith deletes the pod of slot with opts (a grace period of 0, as
+// kubectl delete --grace-period=0 --force does: its API object goes at
+// once, so the operator never sees it being deleted; nil: the pod's own),
+// and keeps it in o.evicted.
+func (o *opsRun) deleteWith(slot int, opts client.DeleteOption) error {
 	p := &corev1.Pod{}
 	if err := o.e.c.Get(o.ctx, client.ObjectKey{Namespace: namespace, Name: fmt.Sprintf("%s-%d", opsName, slot)}, p); err != nil {
 		return err
 	}
 	o.evicted = []*corev1.Pod{p}
-	return o.e.c.Delete(o.ctx, p, client.GracePeriodSeconds(0))
+	if opts == nil {
+		return o.e.c.Delete(o.ctx, p)
+	}
+	return o.e.c.Delete(o.ctx, p, opts)
 }

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/memcached-operator/internal/testsupport/repo"
@@ -108,25 +107,14 @@ func (o *opsRun) steps() []opStep {
 	return []opStep{
 		{"scale 3 → 4", 4, true, false, false, nil, func() error { return o.patch(o.memcached(), `{"spec":{"size":4}}`) }},
 		{"scale 4 → 3", 3, true, false, false, nil, func() error { return o.patch(o.memcached(), `{"spec":{"size":3}}`) }},
-		{"a pod deleted with its grace period (its keys handed off, its slot's pod replaced)", 3, false, false, false, func() error {
-			return wait.PollUntilContextTimeout(o.ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-				p := &corev1.Pod{}
-				err := o.e.c.Get(ctx, client.ObjectKeyFromObject(o.deleted), p)
-				return err == nil && p.UID != o.deleted.UID, nil
-			})
-		}, func() error {
-			o.deleted = &corev1.Pod{}
-			if err := o.e.c.Get(o.ctx, client.ObjectKey{Namespace: namespace, Name: opsName + "-1"}, o.deleted); err != nil {
-				return err
-			}
-			return o.e.c.Delete(o.ctx, o.deleted)
-		}},
+		{"a pod deleted with its grace period (its keys handed off, its slot's pod replaced)", 3, false, false, false, o.evictedReplaced,
+			func() error { return o.deleteWith(1, nil) }},
 		{"a pod evicted through the Eviction API (its keys handed off, its slot's pod replaced)", 3, false, false, false, o.evictedReplaced,
 			func() error { return o.evict(2) }},
 		{"a drain: every pod evicted as kubectl drain evicts (each one's keys handed off in turn)", 3, false, false, false, o.evictedReplaced,
 			func() error { return o.evict(0, 1, 2) }},
 		{"a pod deleted with a grace period of 0 (its API object goes at once: the operator publishes no membership without it)", 3, false, false, false, o.evictedReplaced,
-			func() error { return o.deleteNow(0) }},
+			func() error { return o.deleteWith(0, client.GracePeriodSeconds(0)) }},
 		{"image rollout (the same memcached under another image name)", 3, true, false, false, nil, func() error {
 			return o.patch(o.memcached(), `{"spec":{"image":"`+repo.Version("LOCAL_MEMCACHED_IMAGE_MINOR")+`"}}`)
 		}},

@@ -31,10 +31,9 @@ type opsRun struct {
 	a   access
 	c   *memcache.Client
 	ca  *testcerts.CA
-	// renewed is the DER of the certificate a rotation serves; deleted
-	// the pod an operation deleted, evicted those it evicted.
+	// renewed is the DER of the certificate a rotation serves; evicted
+	// the pods an operation evicted or deleted.
 	renewed []byte
-	deleted *corev1.Pod
 	evicted []*corev1.Pod
 }
 
