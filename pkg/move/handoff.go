@@ -104,18 +104,17 @@ func (l *Leaver) HandOff(ctx context.Context) {
 	start := time.Now()
 	res, err := mover.Copy(ctx, self, after)
 	if err != nil {
-		l.report(podlog.Step{Msg: podlog.FailedMessage, Move: from.Version, Server: self, Error: err.Error(), Copied: res.Copied})
+		// The operator publishes the membership without this slot all the
+		// same, and no settle would follow: a copy left there could be
+		// older than a write a lagging client makes here.
+		l.takeBack(ctx, &mover, res.Ledger, from.Version, self, err.Error())
 		return
 	}
 	l.report(podlog.Step{Msg: podlog.CopiedMessage, Move: from.Version, Server: self, Listed: res.Listed, Leaving: res.Leaving,
 		Copied: res.Copied, Present: res.Present, Gone: res.Gone, Seconds: time.Since(start).Seconds()})
 	if !l.awaitPublication(ctx, from, self) {
-		n, err := mover.Undo(ctx, res.Ledger)
-		msg := fmt.Sprintf("no peer served the membership without this slot within %s: %d copies taken back", l.PublicationWait, n)
-		if err != nil {
-			msg += ": " + err.Error()
-		}
-		l.report(podlog.Step{Msg: podlog.FailedMessage, Move: from.Version, Server: self, Error: msg})
+		l.takeBack(ctx, &mover, res.Ledger, from.Version, self,
+			fmt.Sprintf("no peer served the membership without this slot within %s", l.PublicationWait))
 		return
 	}
 	select {
@@ -131,6 +130,17 @@ func (l *Leaver) HandOff(ctx context.Context) {
 	}
 	l.report(podlog.Step{Msg: podlog.SettledMessage, Move: from.Version, Server: self, Removed: settled.Removed,
 		Invalidated: settled.Invalidated, Gone: settled.Gone, Rewritten: settled.Rewritten, Uncopied: settled.Uncopied, Seconds: time.Since(start).Seconds()})
+}
+
+// takeBack deletes the copies ledger records, each while it is as copied,
+// and reports the hand-off failed, why.
+func (l *Leaver) takeBack(ctx context.Context, mover *Mover, ledger Ledger, version int64, self, why string) {
+	n, err := mover.Undo(ctx, ledger)
+	msg := fmt.Sprintf("%s: %d copies taken back", why, n)
+	if err != nil {
+		msg += ": " + err.Error()
+	}
+	l.report(podlog.Step{Msg: podlog.FailedMessage, Move: version, Server: self, Error: msg})
 }
 
 // report writes r as a hand-off's step.
