@@ -115,11 +115,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.toldPodProblems.Delete(req.NamespacedName)
 			r.sentStatus.Delete(req.NamespacedName)
 			r.publishedSeals.Delete(req.NamespacedName)
+			forgetMetrics(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !m.DeletionTimestamp.IsZero() {
 		r.Secrets.Forget(req.NamespacedName)
+		forgetMetrics(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	// controller-runtime's logger already names the Memcached.

@@ -31,6 +31,7 @@ func (s *scope) awaitPods(ctx context.Context, p move.Plan, step string, c disco
 	}
 	if !said.all() || len(said.failed) > 0 {
 		s.Recorder.Eventf(s.m, nil, corev1.EventTypeWarning, eventKeyMoveIncomplete, "Move", incomplete, said.missing(moveStepBound))
+		keyMoveStepsIncomplete.WithLabelValues(s.m.Namespace, s.m.Name, step).Inc()
 	}
 	return said, true, nil
 }

@@ -104,6 +104,7 @@ func (s *scope) applyStatus(ctx context.Context) error {
 	m := s.m
 	want := cacheac.Memcached(m.Name, m.Namespace).
 		WithStatus(status.Status(m, s.obs, metav1.NewTime(s.now()).Rfc3339Copy()))
+	recordStatusMetrics(m, want.Status)
 
 	same, err := owned.StatusAppliesNothing(m, want)
 	if err != nil {
