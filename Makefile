@@ -67,10 +67,10 @@ generate: ## Generate deepcopy functions and apply configurations (applyconfig/)
 manifests: ## Generate the CRD (manifests/crd/bases) and the ClusterRole (manifests/rbac) from markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=manifests/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager paths=./pkg/... output:rbac:artifacts:config=manifests/rbac
-	@# The Prometheus Operator's ServiceMonitor CRD, which tests install: from
-	@# its API types module, the version go.mod pins.
+	@# The Prometheus Operator's ServiceMonitor and PrometheusRule CRDs, which
+	@# tests install: from its API types module, the version go.mod pins.
 	@tmp="$$(mktemp -d)" && $(CONTROLLER_GEN) crd:maxDescLen=0 paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:artifacts:config="$$tmp" && \
-		mkdir -p hack/crds && cp "$$tmp/monitoring.coreos.com_servicemonitors.yaml" hack/crds/ && rm -rf "$$tmp"
+		mkdir -p hack/crds && cp "$$tmp/monitoring.coreos.com_servicemonitors.yaml" "$$tmp/monitoring.coreos.com_prometheusrules.yaml" hack/crds/ && rm -rf "$$tmp"
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -97,7 +97,7 @@ verify: generate manifests chart bundle ## Regenerate everything and fail on any
 	@$(MAKE) --no-print-directory lint
 
 .PHONY: test
-test: k8s-binaries build helm clients $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run all tests: unit, integration (real kube-apiserver, local cluster) and end-to-end (with a real node).
+test: k8s-binaries build helm clients $(PROMTOOL) $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites $(OPERATOR_SDK)) ## Run all tests: unit, integration (real kube-apiserver, local cluster) and end-to-end (with a real node).
 	$(MAKE) --no-print-directory vulncheck
 	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" hack/test.sh
 	$(if $(filter 0,$(E2E_REAL_NODE)),,$(MAKE) --no-print-directory bench-cache-check)
@@ -118,15 +118,15 @@ test-unit: ## Run the unit tests only: no control plane, no cluster, nothing to 
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-integration
-test-integration: k8s-binaries build helm clients ## Run the unit and integration tests (real kube-apiserver, local cluster), not the end-to-end suite.
+test-integration: k8s-binaries build helm clients $(PROMTOOL) ## Run the unit and integration tests (real kube-apiserver, local cluster), not the end-to-end suite.
 	go test -tags integration $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
-test-e2e: k8s-binaries build helm $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run the end-to-end suite (E2E_PROVIDER=local|kind|existing; local by default, with a real node).
+test-e2e: k8s-binaries build helm $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites $(OPERATOR_SDK)) ## Run the end-to-end suite (E2E_PROVIDER=local|kind|existing; local by default, with a real node).
 	go test -tags e2e -count=1 -timeout 30m $(GO_TEST_FLAGS) ./e2e/... $(if $(E2E_ARGS),-args $(E2E_ARGS))
 
 .PHONY: test-compat
-test-compat: build helm real-node-prerequisites ## Run the CRD, controller and install tests, and the container stories, on each older Kubernetes version claimed (hack/test-compat.sh; CONTAINERS=0: control plane only).
+test-compat: build helm real-node-prerequisites $(OPERATOR_SDK) ## Run the CRD, controller and install tests, and the container stories, on each older Kubernetes version claimed (hack/test-compat.sh; CONTAINERS=0: control plane only).
 	hack/test-compat.sh
 
 FUZZTIME ?= 60s
@@ -150,6 +150,25 @@ $(VULNDB)/index/db.json: hack/tools/vuln/go.mod hack/tools/vuln/go.sum
 GREMLINS := $(BIN_DIR)/gremlins
 $(GREMLINS): hack/tools/mutation/go.mod hack/tools/mutation/go.sum
 	cd hack/tools/mutation && CGO_ENABLED=0 go build -trimpath -o $(GREMLINS) github.com/go-gremlins/gremlins/cmd/gremlins
+
+# operator-sdk and its scorecard, from the module hack/tools/scorecard pins
+# (cgo off, and the OpenPGP of Go instead of gpgme, as the module builds them).
+OPERATOR_SDK := $(BIN_DIR)/operator-sdk
+SDK_VERSION = $(shell sed -n 's|^require github.com/operator-framework/operator-sdk ||p' hack/tools/scorecard/go.mod)
+$(OPERATOR_SDK): hack/tools/scorecard/go.mod hack/tools/scorecard/go.sum
+	cd hack/tools/scorecard && CGO_ENABLED=0 go build -trimpath -tags containers_image_openpgp \
+	  -ldflags "-X github.com/operator-framework/operator-sdk/internal/version.Version=$(SDK_VERSION) -X github.com/operator-framework/operator-sdk/internal/version.ImageVersion=$(SDK_VERSION)" \
+	  -o $(OPERATOR_SDK) github.com/operator-framework/operator-sdk/cmd/operator-sdk
+
+.PHONY: scorecard
+scorecard: $(OPERATOR_SDK) k8s-binaries images ## Run operator-sdk scorecard on manifests/bundle (its basic and OLM suites) on the local cluster's real node (hack/scorecard.sh; make cluster-up first).
+	hack/scorecard.sh
+
+# promtool, from the module hack/tools/promtool pins: make test checks and
+# unit-tests the alerting rules with it (manifests/prometheus).
+PROMTOOL := $(BIN_DIR)/promtool
+$(PROMTOOL): hack/tools/promtool/go.mod hack/tools/promtool/go.sum
+	cd hack/tools/promtool && CGO_ENABLED=0 go build -trimpath -o $(PROMTOOL) github.com/prometheus/prometheus/cmd/promtool
 
 # The packages whose tests need no cluster (memcached on the host at most).
 MUTATION_PKGS ?= ring move status desired material discovery warm reload settings podlog
@@ -228,7 +247,7 @@ node-binaries: ## Build the real node's kubelet, kube-proxy (the control plane's
 	hack/build-cluster.sh node
 
 .PHONY: images
-images: node-packages ## Build the real node's images offline into bin/images: pause, memcached, busybox, the operator (cached).
+images: node-packages ## Build the real node's images offline into bin/images: pause, memcached, busybox, the exporter, the scorecard's, the operator (cached).
 	hack/images.sh
 
 .PHONY: real-node-prerequisites

@@ -68,6 +68,7 @@ var valueSets = map[string][]string{
 	"defaults":             nil,
 	"namespaced":           {"--set", "watchNamespaces={mco-watched-a,mco-watched-b}"},
 	"service monitor":      {"--set", "metrics.serviceMonitor.enabled=true"},
+	"alerts and dashboard": {"--set", "alerts.enabled=true", "--set", "dashboard.enabled=true"},
 	"no metrics":           {"--set", "metrics.enabled=false"},
 	"plain metrics":        {"--set", "metrics.secure=false", "--set", "networkPolicy.enabled=false"},
 	"takeover":             {"--set", "takeover.enabled=true"},

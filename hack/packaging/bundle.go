@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/example/memcached-operator/internal/testsupport/repo"
 	"github.com/example/memcached-operator/pkg/desired"
 )
 
@@ -27,8 +28,6 @@ const (
 	// targetNamespaces is the annotation OLM puts on the operator's pods:
 	// the namespaces of its OperatorGroup, comma-separated, empty for all.
 	targetNamespaces = "olm.targetNamespaces"
-	// scorecardImage runs the scorecard's basic and OLM tests.
-	scorecardImage = "quay.io/operator-framework/scorecard-test:v1.42.0"
 )
 
 // bundleObjects says what becomes of each object of manifests/default in
@@ -73,6 +72,9 @@ var bundleObjects = map[string]string{
 	// Needs the Prometheus Operator's CRD, which OLM cannot require of
 	// every cluster: documented in docs/install.md instead.
 	"ServiceMonitor/controller-manager-metrics": "-",
+	// The same for the alerting rules, and the dashboard that goes with them.
+	"PrometheusRule/alerts":       "-",
+	"ConfigMap/grafana-dashboard": "-",
 }
 
 // bundle writes the OLM bundle: its files by path.
@@ -100,7 +102,8 @@ func bundle(in inputs, v semver.Version, image string) (map[string][]byte, error
 	}
 	files["manifests/"+packageName+".clusterserviceversion.yaml"] = b
 	files["metadata/annotations.yaml"] = annotationsFile()
-	files["tests/scorecard/config.yaml"] = []byte(scorecardConfig)
+	// Of the operator-sdk version make scorecard builds (hack/images.sh checks).
+	files["tests/scorecard/config.yaml"] = []byte(strings.ReplaceAll(scorecardConfig, "SCORECARD_TEST_IMAGE", repo.Version("SCORECARD_TEST_IMAGE")))
 	files["bundle.Dockerfile"] = dockerfile()
 	return files, nil
 }

@@ -50,22 +50,22 @@ stages:
 - parallel: true
   tests:
   - entrypoint: [scorecard-test, basic-check-spec]
-    image: ` + scorecardImage + `
+    image: SCORECARD_TEST_IMAGE
     labels: {suite: basic, test: basic-check-spec-test}
   - entrypoint: [scorecard-test, olm-bundle-validation]
-    image: ` + scorecardImage + `
+    image: SCORECARD_TEST_IMAGE
     labels: {suite: olm, test: olm-bundle-validation-test}
   - entrypoint: [scorecard-test, olm-crds-have-validation]
-    image: ` + scorecardImage + `
+    image: SCORECARD_TEST_IMAGE
     labels: {suite: olm, test: olm-crds-have-validation-test}
   - entrypoint: [scorecard-test, olm-crds-have-resources]
-    image: ` + scorecardImage + `
+    image: SCORECARD_TEST_IMAGE
     labels: {suite: olm, test: olm-crds-have-resources-test}
   - entrypoint: [scorecard-test, olm-spec-descriptors]
-    image: ` + scorecardImage + `
+    image: SCORECARD_TEST_IMAGE
     labels: {suite: olm, test: olm-spec-descriptors-test}
   - entrypoint: [scorecard-test, olm-status-descriptors]
-    image: ` + scorecardImage + `
+    image: SCORECARD_TEST_IMAGE
     labels: {suite: olm, test: olm-status-descriptors-test}
 storage:
   spec:

@@ -49,6 +49,8 @@ var conditions = map[string]string{
 	"Service/controller-manager-metrics":                    "$.Values.metrics.enabled",
 	"NetworkPolicy/allow-metrics-traffic":                   "and $.Values.metrics.enabled $.Values.networkPolicy.enabled",
 	"ServiceMonitor/controller-manager-metrics":             "and $.Values.metrics.enabled $.Values.metrics.serviceMonitor.enabled",
+	"PrometheusRule/alerts":                                 "$.Values.alerts.enabled",
+	"ConfigMap/grafana-dashboard":                           "$.Values.dashboard.enabled",
 	"Namespace/system":                                      "-", // Helm installs into the release's namespace.
 	"CustomResourceDefinition/memcacheds.cache.example.com": "crd",
 	"ValidatingAdmissionPolicy/writes-only-its-own":         "$.Values.admissionPolicy.enabled",
@@ -172,6 +174,11 @@ func chartTemplate(o *unstructured.Unstructured, key string) (string, error) {
 			return "", err
 		}
 	}
+	for _, field := range []string{"spec", "data"} {
+		if v, ok := obj.Object[field]; ok && literal[o.GetKind()] {
+			obj.Object[field] = helmLiteral(v)
+		}
+	}
 	releaseNames(obj)
 	if clusterScoped[o.GetKind()] {
 		// kustomize's namespace transformer does not know these kinds are
@@ -203,4 +210,28 @@ func wrap(cond, text string) string {
 		return text
 	}
 	return "{{- if " + cond + " }}\n" + text + "{{- end }}\n"
+}
+
+// literal are the kinds whose text holds templates of other programs that
+// Helm must pass through: the alerts' ({{ $labels.namespace }}, Prometheus)
+// and the dashboard's legends ({{pod}}, Grafana).
+var literal = map[string]bool{"PrometheusRule": true, "ConfigMap": true}
+
+// helmLiteral returns v with every "{{" in its strings written as a Helm
+// template that prints "{{": a raw string, which YAML's quoting leaves
+// alone.
+func helmLiteral(v any) any {
+	switch t := v.(type) {
+	case string:
+		return strings.ReplaceAll(t, "{{", "{{`{{`}}")
+	case map[string]any:
+		for k, e := range t {
+			t[k] = helmLiteral(e)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = helmLiteral(e)
+		}
+	}
+	return v
 }

@@ -91,6 +91,19 @@ metrics:
     # A ServiceMonitor for the Prometheus Operator (its CRDs must exist).
     enabled: false
 
+# Alerting rules for the Prometheus Operator (a PrometheusRule; its CRDs
+# must exist): caches that evict items still read or miss, slots down, key
+# moves left incomplete, reloads failed, certificates to renew. They read
+# the memcached exporters (spec.monitoring) and the operator's metrics
+# (metrics.serviceMonitor). Runbooks: docs/alerts.md.
+alerts:
+  enabled: false
+
+# A Grafana dashboard, as a ConfigMap labelled grafana_dashboard: "1" for
+# Grafana's dashboard sidecar to load.
+dashboard:
+  enabled: false
+
 # Taking over from the Operator SDK tutorial's operator: --take-over, and
 # the permission replacing its Deployments needs (patching Memcacheds, to
 # remove its finalizer and field managers), which the operator does not
