@@ -91,6 +91,10 @@ componentsPatches:
   - {key: kubelet-preferred-address-types, value: "InternalIP,Hostname"}
   - {key: kubelet-client-certificate, value: "${pki}/admin.crt"}
   - {key: kubelet-client-key, value: "${pki}/admin.key"}
+  # A namespace's annotations may place its pods on a node and let them
+  # tolerate its taint: the scorecard's pods have no selector or toleration
+  # of their own (hack/scorecard.sh).
+  - {key: enable-admission-plugins, value: "PodNodeSelector,PodTolerationRestriction"}
 # kwok fakes only its own nodes, never a real one.
 - name: kwok-controller
   extraArgs:

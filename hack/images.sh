@@ -13,6 +13,13 @@
 #   localhost/memcached-exporter:v0.14.4
 #                                 the Prometheus memcached exporter, built static
 #                                 from its Go module (hack/tools/exporter)
+#   quay.io/operator-framework/scorecard-test:v1.42.2
+#                                 the scorecard's test program, built static from
+#                                 the operator-sdk module hack/tools/scorecard pins,
+#                                 under the name the bundle's scorecard config uses
+#   localhost/scorecard-untar:1.35
+#                                 Debian's busybox-static without an entrypoint: the
+#                                 scorecard runs `tar` in it to unpack the bundle
 #   memcached-operator:e2e        the project's Dockerfile's last stage, unchanged
 #                                 but for the COPY of the programs, which are built
 #                                 on the host by its builder stage's go command;
@@ -185,6 +192,47 @@ exporter() {
   save "${name}" "${h}"
 }
 
+scorecard_test() {
+  local name="${SCORECARD_TEST_IMAGE}" tools="${ROOT}/hack/tools/scorecard" h version
+  version="$(sed -n 's|^require github.com/operator-framework/operator-sdk ||p' "${tools}/go.mod")"
+  if [[ "${name##*:}" != "${version}" ]]; then
+    echo "SCORECARD_TEST_IMAGE (${name}) is not of the operator-sdk version hack/tools/scorecard pins (${version})" >&2
+    exit 1
+  fi
+  h="$(hash_of "${tools}/go.mod" "${tools}/go.sum" <(go version) <(echo "${name}"))"
+  current "${name}" "${h}" && { echo "up to date: ${name}"; return; }
+  docker_ready
+  local dir="${work}/scorecard-test"
+  mkdir -p "${dir}/usr/local/bin" "${dir}/tmp" "${dir}/opt/scorecard-test"
+  (cd "${tools}" && CGO_ENABLED=0 go build -trimpath -tags containers_image_openpgp -ldflags "-s -w" \
+    -o "${dir}/usr/local/bin/scorecard-test" github.com/operator-framework/operator-sdk/images/scorecard-test)
+  chmod 1777 "${dir}/tmp"
+  passwd_files "${dir}" scorecard-test 1001
+  chown 1001:0 "${dir}/opt/scorecard-test"
+  # As the module's images/scorecard-test/Dockerfile makes it, on no base.
+  import_rootfs "${name}" "${dir}" 'ENTRYPOINT ["/usr/local/bin/scorecard-test"]' 'USER 1001' \
+    'ENV PATH=/usr/local/bin HOME=/opt/scorecard-test' 'WORKDIR /opt/scorecard-test'
+  save "${name}" "${h}"
+}
+
+scorecard_untar() {
+  local name="${SCORECARD_UNTAR_IMAGE}" bin=/bin/busybox
+  need_host_file "${bin}" busybox-static
+  local h
+  h="$(hash_of "${bin}" <(echo "${name}"))"
+  current "${name}" "${h}" && { echo "up to date: ${name}"; return; }
+  docker_ready
+  local dir="${work}/scorecard-untar"
+  mkdir -p "${dir}/bin" "${dir}/tmp"
+  cp "${bin}" "${dir}/bin/busybox"
+  for app in $("${bin}" --list); do
+    [[ "${app}" == busybox ]] || ln -sf busybox "${dir}/bin/${app}"
+  done
+  chmod 1777 "${dir}/tmp"
+  import_rootfs "${name}" "${dir}" 'ENV PATH=/bin'
+  save "${name}" "${h}"
+}
+
 # standin NAME BUILD_FUNCTION: import a stand-in unless an image NAME exists
 # that is not one of ours.
 standin() {
@@ -262,11 +310,12 @@ bundle() {
 }
 
 if (($# == 0)); then
-  set -- pause memcached busybox exporter operator
+  set -- pause memcached busybox exporter scorecard-test scorecard-untar operator
 fi
 for image in "$@"; do
   case "${image}" in
     pause | memcached | busybox | exporter | operator | bundle) "${image}" ;;
-    *) echo "unknown image ${image}: pause, memcached, busybox, exporter, operator or bundle" >&2; exit 1 ;;
+    scorecard-test | scorecard-untar) "${image//-/_}" ;;
+    *) echo "unknown image ${image}: pause, memcached, busybox, exporter, scorecard-test, scorecard-untar, operator or bundle" >&2; exit 1 ;;
   esac
 done

@@ -7,6 +7,9 @@
 # hack/images.sh (no registry: images are imported, never pulled).
 #
 #   hack/node.sh up      join the node to the cluster of $KUBECONFIG, wait until Ready
+#   hack/node.sh import TAR...
+#                        import images (tars of hack/images.sh) into the running
+#                        node's containerd, as `up` imports every one there is
 #   hack/node.sh down    delete its pods, stop every process, remove its containers,
 #                        mounts, bridge, iptables chains, ipsets and state
 #
@@ -403,8 +406,18 @@ remove_ipsets() {
   done
 }
 
+# import_images TAR...: into the running node.
+import_images() {
+  "${ctr[@]}" version >/dev/null 2>&1 || die "no real node runs here: hack/node.sh up first"
+  local tar
+  for tar in "$@"; do
+    "${ctr[@]}" images import "${tar}" >/dev/null || die "importing ${tar}"
+  done
+}
+
 case "${1:-}" in
   up) up ;;
+  import) shift; import_images "$@" ;;
   down) down ;;
-  *) sed -n '2,19p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,22p' "$0" >&2; exit 2 ;;
 esac
