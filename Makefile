@@ -157,7 +157,7 @@ OPERATOR_SDK := $(BIN_DIR)/operator-sdk
 SDK_VERSION = $(shell sed -n 's|^require github.com/operator-framework/operator-sdk ||p' hack/tools/scorecard/go.mod)
 $(OPERATOR_SDK): hack/tools/scorecard/go.mod hack/tools/scorecard/go.sum
 	cd hack/tools/scorecard && CGO_ENABLED=0 go build -trimpath -tags containers_image_openpgp \
-	  -ldflags "-X github.com/operator-framework/operator-sdk/internal/version.Version=$(SDK_VERSION) -X github.com/operator-framework/operator-sdk/internal/version.ImageVersion=$(SDK_VERSION)" \
+	  -ldflags "-X github.com/operator-framework/operator-sdk/internal/version.Version=$(SDK_VERSION) -X github.com/operator-framework/operator-sdk/internal/version.GitVersion=$(SDK_VERSION) -X github.com/operator-framework/operator-sdk/internal/version.ImageVersion=$(SDK_VERSION)" \
 	  -o $(OPERATOR_SDK) github.com/operator-framework/operator-sdk/cmd/operator-sdk
 
 .PHONY: scorecard
