@@ -97,7 +97,7 @@ verify: generate manifests chart bundle ## Regenerate everything and fail on any
 	@$(MAKE) --no-print-directory lint
 
 .PHONY: test
-test: k8s-binaries build helm clients $(PROMTOOL) $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites $(OPERATOR_SDK)) ## Run all tests: unit, integration (real kube-apiserver, local cluster) and end-to-end (with a real node).
+test: k8s-binaries build helm clients $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites $(OPERATOR_SDK)) ## Run all tests: unit, integration (real kube-apiserver, local cluster) and end-to-end (with a real node).
 	$(MAKE) --no-print-directory vulncheck
 	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" hack/test.sh
 	$(if $(filter 0,$(E2E_REAL_NODE)),,$(MAKE) --no-print-directory bench-cache-check)
@@ -167,6 +167,8 @@ scorecard: $(OPERATOR_SDK) k8s-binaries images ## Run operator-sdk scorecard on 
 # promtool, from the module hack/tools/promtool pins: make test checks and
 # unit-tests the alerting rules with it (manifests/prometheus).
 PROMTOOL := $(BIN_DIR)/promtool
+.PHONY: promtool
+promtool: $(PROMTOOL) ## Build promtool (bin/promtool) from its Go module, for the alerting rules' tests.
 $(PROMTOOL): hack/tools/promtool/go.mod hack/tools/promtool/go.sum
 	cd hack/tools/promtool && CGO_ENABLED=0 go build -trimpath -o $(PROMTOOL) github.com/prometheus/prometheus/cmd/promtool
 
