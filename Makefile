@@ -97,7 +97,7 @@ verify: generate manifests chart bundle ## Regenerate everything and fail on any
 	@$(MAKE) --no-print-directory lint
 
 .PHONY: test
-test: k8s-binaries build helm clients $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites $(OPERATOR_SDK)) ## Run all tests: unit, integration (real kube-apiserver, local cluster) and end-to-end (with a real node).
+test: k8s-binaries build helm clients $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites scorecard-prerequisites) ## Run all tests: unit, integration (real kube-apiserver, local cluster) and end-to-end (with a real node).
 	$(MAKE) --no-print-directory vulncheck
 	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" hack/test.sh
 	$(if $(filter 0,$(E2E_REAL_NODE)),,$(MAKE) --no-print-directory bench-cache-check)
@@ -122,11 +122,11 @@ test-integration: k8s-binaries build helm clients $(PROMTOOL) ## Run the unit an
 	go test -tags integration $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
-test-e2e: k8s-binaries build helm $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites $(OPERATOR_SDK)) ## Run the end-to-end suite (E2E_PROVIDER=local|kind|existing; local by default, with a real node).
+test-e2e: k8s-binaries build helm $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites scorecard-prerequisites) ## Run the end-to-end suite (E2E_PROVIDER=local|kind|existing; local by default, with a real node).
 	go test -tags e2e -count=1 -timeout 30m $(GO_TEST_FLAGS) ./e2e/... $(if $(E2E_ARGS),-args $(E2E_ARGS))
 
 .PHONY: test-compat
-test-compat: build helm real-node-prerequisites $(OPERATOR_SDK) ## Run the CRD, controller and install tests, and the container stories, on each older Kubernetes version claimed (hack/test-compat.sh; CONTAINERS=0: control plane only).
+test-compat: build helm real-node-prerequisites scorecard-prerequisites ## Run the CRD, controller and install tests, and the container stories, on each older Kubernetes version claimed (hack/test-compat.sh; CONTAINERS=0: control plane only).
 	hack/test-compat.sh
 
 FUZZTIME ?= 60s
@@ -160,8 +160,13 @@ $(OPERATOR_SDK): hack/tools/scorecard/go.mod hack/tools/scorecard/go.sum
 	  -ldflags "-X github.com/operator-framework/operator-sdk/internal/version.Version=$(SDK_VERSION) -X github.com/operator-framework/operator-sdk/internal/version.GitVersion=$(SDK_VERSION) -X github.com/operator-framework/operator-sdk/internal/version.ImageVersion=$(SDK_VERSION)" \
 	  -o $(OPERATOR_SDK) github.com/operator-framework/operator-sdk/cmd/operator-sdk
 
+# What the scorecard needs beside a cluster with a real node: make test's
+# end-to-end suite runs it.
+.PHONY: scorecard-prerequisites
+scorecard-prerequisites: $(OPERATOR_SDK) scorecard-images
+
 .PHONY: scorecard
-scorecard: $(OPERATOR_SDK) k8s-binaries images ## Run operator-sdk scorecard on manifests/bundle (its basic and OLM suites) on the local cluster's real node (hack/scorecard.sh; make cluster-up first).
+scorecard: scorecard-prerequisites k8s-binaries ## Run operator-sdk scorecard on manifests/bundle (its basic and OLM suites) on the local cluster's real node (hack/scorecard.sh; make cluster-up first).
 	hack/scorecard.sh
 
 # promtool, from the module hack/tools/promtool pins: make test checks and
@@ -249,8 +254,12 @@ node-binaries: ## Build the real node's kubelet, kube-proxy (the control plane's
 	hack/build-cluster.sh node
 
 .PHONY: images
-images: node-packages ## Build the real node's images offline into bin/images: pause, memcached, busybox, the exporter, the scorecard's, the operator (cached).
+images: node-packages ## Build the real node's images offline into bin/images: pause, memcached, busybox, the exporter, the operator (cached).
 	hack/images.sh
+
+.PHONY: scorecard-images
+scorecard-images: node-packages ## Build the scorecard's images into bin/images: its test program and the image that unpacks the bundle (cached).
+	hack/images.sh scorecard-test scorecard-untar
 
 .PHONY: real-node-prerequisites
 real-node-prerequisites: node-packages node-binaries images

@@ -26,7 +26,9 @@
 #                                 on a local stand-in for its base (below)
 #
 # With image names as arguments, only those are built; `bundle` (the OLM
-# bundle image $BUNDLE_IMG, FROM scratch) is built only when named.
+# bundle image $BUNDLE_IMG, FROM scratch) and the scorecard's two
+# (`scorecard-test`, `scorecard-untar`: make scorecard-images) are built
+# only when named.
 #
 # The Dockerfile's base cannot be pulled here, so a stand-in is imported
 # under the name it uses, and only when no image of that name exists (a real
@@ -310,7 +312,7 @@ bundle() {
 }
 
 if (($# == 0)); then
-  set -- pause memcached busybox exporter scorecard-test scorecard-untar operator
+  set -- pause memcached busybox exporter operator
 fi
 for image in "$@"; do
   case "${image}" in
