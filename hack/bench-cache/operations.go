@@ -96,7 +96,7 @@ type opStep struct {
 	name    string
 	size    int32
 	rolls   bool         // the StatefulSet changes
-	long    bool         // left out of a short run
+	long    bool         // left out of a short run (bench-cache-check)
 	empties bool         // memcached keeps no item across it: told, not a loss
 	settled func() error // when it does not: the operation's end
 	do      func() error
@@ -129,6 +129,11 @@ func (o *opsRun) steps() []opStep {
 		}},
 		{"memory limit raised 48 → 96 MiB, past the pods' memory volume (each pod's keys handed off, the pod replaced)", 3, true, true, false, nil, func() error {
 			return o.patch(o.memcached(), `{"spec":{"memoryLimitMiB":96}}`)
+		}},
+		// Left out of a short run too: it replaces every pod, as the
+		// memory limit raised does, which a short run keeps.
+		{"port change 11211 → 11311 (each pod's keys handed off, the pod replaced)", 3, true, true, false, nil, func() error {
+			return o.patch(o.memcached(), `{"spec":{"containerPort":11311}}`)
 		}},
 		{"certificate rotation (a new certificate from the same CA)", 3, false, true, false, o.served(func(addr string) bool {
 			conn, err := o.a.dial(o.ctx, "tcp", addr)
