@@ -34,6 +34,10 @@ var (
 		Name: "memcached_operator_memcached_certificate_expires_soon",
 		Help: "1 when the certificate a Memcached's memcached serves should have been renewed by now (status.tls.expiresSoon), else 0.",
 	}, []string{"namespace", "name"})
+	slotKeysLost = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "memcached_operator_slot_keys_lost_total",
+		Help: "Slots of a Memcached with key moves whose pod went without handing its keys off (the KeysLost event).",
+	}, []string{"namespace", "name"})
 	keyMoveStepsIncomplete = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "memcached_operator_key_move_steps_incomplete_total",
 		Help: "Steps of a key move or hand-off (copy, settle) that ended with a pod silent past the step's bound or failed, by Memcached and step.",
@@ -41,7 +45,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(memcachedCondition, memcachedSlots, memcachedReadyPods, certificateExpiry, certificateExpiresSoon, keyMoveStepsIncomplete)
+	metrics.Registry.MustRegister(memcachedCondition, memcachedSlots, memcachedReadyPods, certificateExpiry, certificateExpiresSoon, slotKeysLost, keyMoveStepsIncomplete)
 }
 
 // recordStatusMetrics sets the metrics of m from st, the status computed
@@ -76,5 +80,6 @@ func forgetMetrics(key types.NamespacedName) {
 	memcachedReadyPods.Delete(who)
 	certificateExpiry.Delete(who)
 	certificateExpiresSoon.Delete(who)
+	slotKeysLost.Delete(who)
 	keyMoveStepsIncomplete.DeletePartialMatch(who)
 }

@@ -93,6 +93,9 @@ type Reconciler struct {
 	// operator last published (publishedSeal): with what its pods carry,
 	// what vouches for the membership ConfigMap's content (scope.told).
 	publishedSeals sync.Map
+	// toldKeysLost holds the slots' new addresses whose lost keys an
+	// event told (keysLostKey).
+	toldKeysLost sync.Map
 }
 
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=get;list;watch
@@ -116,6 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.sentStatus.Delete(req.NamespacedName)
 			r.publishedSeals.Delete(req.NamespacedName)
 			forgetMetrics(req.NamespacedName)
+			r.forgetKeysLost(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}

@@ -58,6 +58,7 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 		if membership, plan, res, err = s.moveStep(ctx, st, membership, ips); err != nil {
 			return ctrl.Result{}, err
 		}
+		s.tellKeysLost(st.published, membership)
 	}
 	out, err = s.apply(ctx, configMaps, current, desired.MembershipConfigMap(s.m, membership, plan))
 	s.observe(owned.KindConfigMap, out)
