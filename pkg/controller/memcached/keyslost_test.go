@@ -20,8 +20,9 @@ import (
 // A slot the clients' membership lists whose address changes in the next
 // one lost its pod's keys (its pod went without leaving the membership
 // first, as a hand-off does): one Warning event says so, once, naming the
-// pod and both addresses, and the alert's counter counts it. A slot that leaves the membership, or comes
-// back to it after handing its keys off, or keeps its address, is no loss.
+// pod and both addresses, and the alert's counter counts it. A slot that
+// leaves the membership, or comes back to it after handing its keys off,
+// or keeps its address, is no loss.
 func TestASlotReplacedWithoutAHandOffIsToldToHaveLostItsKeys(t *testing.T) {
 	g := NewWithT(t)
 	node := func(k int, ip string) discovery.Node {
