@@ -97,8 +97,7 @@ verify: generate manifests chart bundle ## Regenerate everything and fail on any
 	@$(MAKE) --no-print-directory lint
 
 .PHONY: test
-test: k8s-binaries build helm clients $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites scorecard-prerequisites) ## Run all tests: unit, integration (real kube-apiserver, local cluster) and end-to-end (with a real node).
-	$(MAKE) --no-print-directory vulncheck
+test: k8s-binaries build helm clients $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run all tests: unit, integration (real kube-apiserver, local cluster) and end-to-end (with a real node).
 	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" hack/test.sh
 	$(if $(filter 0,$(E2E_REAL_NODE)),,$(MAKE) --no-print-directory bench-cache-check)
 
@@ -118,7 +117,7 @@ test-unit: ## Run the unit tests only: no control plane, no cluster, nothing to 
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-integration
-test-integration: k8s-binaries build helm clients $(PROMTOOL) ## Run the unit and integration tests (real kube-apiserver, local cluster), not the end-to-end suite.
+test-integration: k8s-binaries build helm clients promtool ## Run the unit and integration tests (real kube-apiserver, local cluster), not the end-to-end suite.
 	go test -tags integration $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -38,6 +39,9 @@ func TestTheBundlePassesTheScorecard(t *testing.T) {
 				t.Skip("the scorecard's pods reach the real node through the local cluster's admission plugins")
 			}
 			g := NewWithT(t)
+			start := time.Now()
+			scorecardReady(t)
+			t.Logf("waited %s for the scorecard's builds", time.Since(start).Round(time.Second))
 			out, err := scorecard(ctx, cfg, repo.Path("manifests", "bundle"))
 			g.Expect(err).NotTo(HaveOccurred(), out)
 			for _, test := range scorecardTests {
@@ -69,6 +73,30 @@ func TestTheBundlePassesTheScorecard(t *testing.T) {
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+// scorecardReady waits, under make test, for the lane beside the suite
+// to have built operator-sdk and the scorecard's images (hack/test.sh: the
+// file $SCORECARD_READY, or that name with .failed).
+func scorecardReady(t *testing.T) {
+	t.Helper()
+	ready := os.Getenv("SCORECARD_READY")
+	if ready == "" {
+		return
+	}
+	deadline := time.Now().Add(20 * time.Minute)
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			return
+		}
+		if _, err := os.Stat(ready + ".failed"); err == nil {
+			t.Fatal("the scorecard's builds failed in the lane beside the suite: see its log")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the scorecard's builds did not end within 20 minutes (no %s)", ready)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // scorecard runs hack/scorecard.sh on the bundle folder dir against the

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test's suites, in two lanes: the end-to-end suite in front, and
-# beside it, at a lower CPU priority, the unit and integration suites and
-# then bench-check. The end-to-end suite mostly waits (on the real node, on
+# beside it, at a lower CPU priority, the builds only the scorecard story
+# and the integration suite need, make vulncheck, the unit and integration
+# suites and then bench-check. The end-to-end suite mostly waits (on the real node, on
 # the apiserver), and the others take what it leaves: run one after the
 # other they took about 400 s more. Their output is printed when both lanes
 # have ended, the end-to-end suite's first (as it runs); the script fails
@@ -20,18 +21,31 @@ e2e_binary="$(mktemp /tmp/memcached-operator-e2e.XXXXXX)"
 go test -tags e2e -c -o "${e2e_binary}" ./e2e
 rm -f "${e2e_binary}"
 
+# That lane also builds, first, what only the scorecard story and the
+# integration suite need (operator-sdk and the scorecard's images; promtool)
+# and runs make vulncheck (govulncheck over the operator's source and
+# release binaries): cold, these compiles take minutes of both cores, which
+# the end-to-end suite leaves them. The scorecard story, which comes late
+# in the suite, waits for the file SCORECARD_READY names (or .failed).
+ready="$(mktemp -u /tmp/memcached-operator-scorecard-ready.XXXXXX)"
 # setsid: the lane leads a process group of its own, so that an interrupted
 # or failed run stops it whole (its clusters' processes too).
-# promtool, which only the integration suite's alerting rules' tests run,
-# is built in that lane: its compile (about 4 minutes of both cores, cold)
-# takes what the end-to-end suite leaves, not time before it.
+export SCORECARD_READY=""
+scorecard=true
+if [[ "${E2E_REAL_NODE:-1}" != 0 ]]; then
+  SCORECARD_READY="${ready}"
+  scorecard="make --no-print-directory scorecard-prerequisites"
+fi
 setsid nice -n 10 bash -c '
-  make --no-print-directory promtool &&
+  ready="$1" scorecard="$2"
+  shift 2
+  if ${scorecard}; then touch "${ready}"; else touch "${ready}.failed"; exit 1; fi
+  make --no-print-directory promtool vulncheck &&
     go test -tags integration "$@" ./... &&
     make --no-print-directory bench-check
-' lane "${flags[@]}" >"${beside_log}" 2>&1 &
+' lane "${ready}" "${scorecard}" "${flags[@]}" >"${beside_log}" 2>&1 &
 beside=$!
-trap 'kill -- "-${beside}" 2>/dev/null || true; rm -f "${beside_log}"' EXIT
+trap 'kill -- "-${beside}" 2>/dev/null || true; rm -f "${beside_log}" "${ready}" "${ready}.failed"' EXIT
 
 e2e=0
 go test -tags e2e -timeout 30m "${flags[@]}" ./e2e/... || e2e=$?
