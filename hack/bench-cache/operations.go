@@ -43,7 +43,10 @@ type operation struct {
 	p99 time.Duration
 	// movedKeys is what the operator said of the keys it moved (its
 	// KeysMoved event), when it moved some.
-	movedKeys      string
+	movedKeys string
+	// keysLost is the operator's last KeysLost event during the
+	// operation: a slot whose pod went without handing its keys off.
+	keysLost       string
 	firstError     string
 	replaced, pods int // pods replaced, of pods before
 	restarted      int // pods whose memcached restarted in place

@@ -191,6 +191,11 @@ func (o *opsRun) count(op *operation, reading *reader, before []corev1.Pod, slot
 			return err
 		}
 	}
+	// A slot whose pod went without handing its keys off: the operator
+	// says so (its KeysLost event).
+	if op.keysLost, err = lastEvent(o.ctx, o.e.c, o.mc, "KeysLost", start); err != nil {
+		return err
+	}
 	op.errors, op.errorsStayed, op.errorsFor = reading.errorsOn(untouched)
 	_, op.errorsRestarted, _ = reading.errorsOn(restartedSlots)
 	for i, name := range o.r.names(o.e.cfg.opKeys) {

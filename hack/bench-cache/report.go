@@ -61,6 +61,11 @@ func render(e *env, rows []measured, ops []operation) string {
 			}
 		}
 		for _, o := range ops {
+			if o.keysLost != "" && o.keysLost != "none" {
+				fmt.Fprintf(&b, "\n%s: the operator's KeysLost event: %s\n", o.name, o.keysLost)
+			}
+		}
+		for _, o := range ops {
 			if o.errors > 0 {
 				fmt.Fprintf(&b, "\n%s: first error: %s\n", o.name, o.firstError)
 			}
