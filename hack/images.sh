@@ -160,6 +160,18 @@ memcached() {
   save "${name}" "${h}" "${LOCAL_MEMCACHED_IMAGE_MINOR}"
 }
 
+# busybox_tree DIR BIN: a root of Debian's busybox-static BIN, with a link
+# for each of its programs in /bin, and /tmp.
+busybox_tree() {
+  mkdir -p "$1/bin" "$1/tmp"
+  cp "$2" "$1/bin/busybox"
+  local app
+  for app in $("$2" --list); do
+    [[ "${app}" == busybox ]] || ln -sf busybox "$1/bin/${app}"
+  done
+  chmod 1777 "$1/tmp"
+}
+
 busybox() {
   local name="${LOCAL_CLIENT_IMAGE}" bin=/bin/busybox
   need_host_file "${bin}" busybox-static
@@ -168,12 +180,7 @@ busybox() {
   current "${name}" "${h}" && { echo "up to date: ${name}"; return; }
   docker_ready
   local dir="${work}/busybox"
-  mkdir -p "${dir}/bin" "${dir}/tmp"
-  cp "${bin}" "${dir}/bin/busybox"
-  for app in $("${bin}" --list); do
-    [[ "${app}" == busybox ]] || ln -sf busybox "${dir}/bin/${app}"
-  done
-  chmod 1777 "${dir}/tmp"
+  busybox_tree "${dir}" "${bin}"
   passwd_files "${dir}" nobody 65534
   import_rootfs "${name}" "${dir}" 'ENTRYPOINT ["/bin/sh"]' 'ENV PATH=/bin'
   save "${name}" "${h}"
@@ -225,12 +232,7 @@ scorecard_untar() {
   current "${name}" "${h}" && { echo "up to date: ${name}"; return; }
   docker_ready
   local dir="${work}/scorecard-untar"
-  mkdir -p "${dir}/bin" "${dir}/tmp"
-  cp "${bin}" "${dir}/bin/busybox"
-  for app in $("${bin}" --list); do
-    [[ "${app}" == busybox ]] || ln -sf busybox "${dir}/bin/${app}"
-  done
-  chmod 1777 "${dir}/tmp"
+  busybox_tree "${dir}" "${bin}"
   import_rootfs "${name}" "${dir}" 'ENV PATH=/bin'
   save "${name}" "${h}"
 }

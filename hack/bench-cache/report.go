@@ -55,23 +55,29 @@ func render(e *env, rows []measured, ops []operation) string {
 			fmt.Fprintf(&b, "| %s | %.1f%% (%d) | %d | %d | %d of %d | %d | %d | %d | %s | %d (%d; %d), %s | %s |\n", o.name, 100*float64(o.kept)/float64(o.keys), o.kept, o.inPlace, o.stale,
 				o.replaced, o.pods, o.restarted, o.reads, o.misses, micro(o.p99), o.errors, o.errorsStayed, o.errorsRestarted, o.errorsFor.Round(100*time.Millisecond), o.took.Round(100*time.Millisecond))
 		}
-		for _, o := range ops {
-			if o.moves {
-				fmt.Fprintf(&b, "\n%s: the operator's KeysMoved event: %s\n", o.name, o.movedKeys)
-			}
-		}
-		for _, o := range ops {
-			if o.keysLost != "" && o.keysLost != "none" {
-				fmt.Fprintf(&b, "\n%s: the operator's KeysLost event: %s\n", o.name, o.keysLost)
-			}
-		}
-		for _, o := range ops {
-			if o.errors > 0 {
-				fmt.Fprintf(&b, "\n%s: first error: %s\n", o.name, o.firstError)
-			}
-		}
+		opNotes(&b, ops)
 	}
 	return b.String()
+}
+
+// opNotes writes, under the operations' table, what the operator said of
+// the keys it moved and lost, and each operation's first error.
+func opNotes(b *strings.Builder, ops []operation) {
+	for _, o := range ops {
+		if o.moves {
+			fmt.Fprintf(b, "\n%s: the operator's KeysMoved event: %s\n", o.name, o.movedKeys)
+		}
+	}
+	for _, o := range ops {
+		if o.keysLost != "" && o.keysLost != "none" {
+			fmt.Fprintf(b, "\n%s: the operator's KeysLost event: %s\n", o.name, o.keysLost)
+		}
+	}
+	for _, o := range ops {
+		if o.errors > 0 {
+			fmt.Fprintf(b, "\n%s: first error: %s\n", o.name, o.firstError)
+		}
+	}
 }
 
 func ratio(v, of float64) string {
