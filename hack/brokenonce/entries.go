@@ -68,7 +68,7 @@ var entries = []entry{
 		"\tn, err := mover.Undo(ctx, ledger)", "\tn, err := len(ledger), error(nil)",
 		"./pkg/move", "integration", "TestAHandOffWhoseCopyFailsIsTakenBack"},
 	{"one series per condition in the operator's metrics", "pkg/controller/memcached/cachemetrics.go",
-		"\t\tmemcachedCondition.DeletePartialMatch(", "\t\t_ = memcachedCondition.DeletePartialMatch\n\t\t_ = (",
+		"\t\t\tmemcachedCondition.DeleteLabelValues(", "\t\t\t_ = memcachedCondition.DeleteLabelValues\n\t\t\t_ = append([]string{}, ",
 		"./pkg/controller/memcached", "integration", "TestAMemcachedsStatusIsInTheMetrics"},
 	{"a Memcached's series go with it", "pkg/controller/memcached/controller.go",
 		"\t\t\tforgetMetrics(req.NamespacedName)\n", "",

@@ -1,6 +1,8 @@
 package memcached
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -54,8 +56,15 @@ func recordStatusMetrics(m *cachev1alpha1.Memcached, st *cacheac.MemcachedStatus
 	who := prometheus.Labels{"namespace": m.Namespace, "name": m.Name}
 	for _, c := range st.Conditions {
 		typ := ptr.Deref(c.Type, "")
-		memcachedCondition.DeletePartialMatch(prometheus.Labels{"namespace": m.Namespace, "name": m.Name, "type": typ})
-		memcachedCondition.WithLabelValues(m.Namespace, m.Name, typ, string(ptr.Deref(c.Status, "")), ptr.Deref(c.Reason, "")).Set(1)
+		now := [2]string{string(ptr.Deref(c.Status, "")), ptr.Deref(c.Reason, "")}
+		// The new series first, then the old one's removal: a scrape
+		// never finds the condition without a series (an alert's for
+		// would start again).
+		memcachedCondition.WithLabelValues(m.Namespace, m.Name, typ, now[0], now[1]).Set(1)
+		if was, ok := conditionSeries.Swap(conditionKey{m.Namespace, m.Name, typ}, now); ok && was.([2]string) != now {
+			old := was.([2]string)
+			memcachedCondition.DeleteLabelValues(m.Namespace, m.Name, typ, old[0], old[1])
+		}
 	}
 	memcachedSlots.With(who).Set(float64(ptr.Deref(m.Spec.Size, 1)))
 	memcachedReadyPods.With(who).Set(float64(ptr.Deref(st.ReadyReplicas, 0)))
@@ -72,8 +81,20 @@ func recordStatusMetrics(m *cachev1alpha1.Memcached, st *cacheac.MemcachedStatus
 	}
 }
 
+// conditionSeries holds, by Memcached and condition type (conditionKey),
+// the status and reason of its series in memcachedCondition.
+var conditionSeries sync.Map
+
+type conditionKey struct{ namespace, name, typ string }
+
 // forgetMetrics removes the series of a Memcached that is gone.
 func forgetMetrics(key types.NamespacedName) {
+	conditionSeries.Range(func(k, _ any) bool {
+		if c := k.(conditionKey); c.namespace == key.Namespace && c.name == key.Name {
+			conditionSeries.Delete(k)
+		}
+		return true
+	})
 	who := prometheus.Labels{"namespace": key.Namespace, "name": key.Name}
 	memcachedCondition.DeletePartialMatch(who)
 	memcachedSlots.Delete(who)
