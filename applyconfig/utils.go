@@ -36,6 +36,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.AffinityApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("AuthSpec"):
 		return &apiv1alpha1.AuthSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("AutoscalingSpec"):
+		return &apiv1alpha1.AutoscalingSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("AutoscalingStatus"):
+		return &apiv1alpha1.AutoscalingStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DiscoveryStatus"):
 		return &apiv1alpha1.DiscoveryStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullSecret"):

@@ -51,6 +51,7 @@ type settings struct {
 	reloaderImage           string
 	maxConcurrentReconciles int
 	syncPeriod              time.Duration
+	autoscaleInterval       time.Duration
 	qps                     float64
 	burst                   int
 	watchNamespaces         string
@@ -76,6 +77,7 @@ func parseSettings(args []string, getenv func(string) string) (settings, error) 
 	fs.StringVar(&s.reloaderImage, "reloader-image", getenv("RELOADER_IMAGE"), "The operator's image, which the pods take the reloader (TLS or authentication loaded without a restart), the discovery endpoint and the warm runner (memcached restarted with its cache) from (default: $RELOADER_IMAGE, else the operator's own image when it runs in a pod that sets POD_NAME and POD_NAMESPACE; none: new Secret content restarts the pods, no discovery endpoint, memcached restarts empty).")
 	fs.IntVar(&s.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Number of Memcacheds reconciled at once.")
 	fs.DurationVar(&s.syncPeriod, "sync-period", operator.DefaultSyncPeriod, "Interval at which every cached object is reconciled again.")
+	fs.DurationVar(&s.autoscaleInterval, "autoscale-interval", memcached.DefaultAutoscaleInterval, "How often the pods of the Memcacheds with spec.autoscaling are read (HTTP, port 11213 of each pod; no apiserver request).")
 	fs.Float64Var(&s.qps, "kube-api-qps", 50, "Requests per second the operator may send to the apiserver, sustained.")
 	fs.IntVar(&s.burst, "kube-api-burst", 100, "Requests the operator may send to the apiserver in a burst.")
 	fs.StringVar(&s.replacedManagers, "replaced-field-managers", memcached.DefaultReplacedManagers, "Comma-separated field managers of the operator this one replaces: their Update entries in a Memcached's status become the operator's when it replaces a Deployment it did not make.")
@@ -158,6 +160,7 @@ func main() {
 			WatchNamespaces:         namespaces,
 			MaxConcurrentReconciles: s.maxConcurrentReconciles,
 			SyncPeriod:              s.syncPeriod,
+			AutoscaleInterval:       s.autoscaleInterval,
 			ReplacedManagers:        splitList(s.replacedManagers),
 			TakeOver:                s.takeOver,
 		},

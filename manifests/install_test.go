@@ -468,6 +468,8 @@ func TestOperatorRunsUnderGeneratedRBAC(t *testing.T) {
 		"authentication.k8s.io/tokenreviews:create",
 		"authorization.k8s.io/subjectaccessreviews:create",
 		"cache.example.com/memcacheds:get", "cache.example.com/memcacheds:list", "cache.example.com/memcacheds:watch",
+		// spec.size alone, set for spec.autoscaling.
+		"cache.example.com/memcacheds/scale:patch",
 		"cache.example.com/memcacheds/status:get", "cache.example.com/memcacheds/status:patch",
 		"events.k8s.io/events:create", "events.k8s.io/events:patch",
 		"networking.k8s.io/networkpolicies:create", "networking.k8s.io/networkpolicies:delete", "networking.k8s.io/networkpolicies:get",

@@ -16,6 +16,7 @@ const MaxSize = 100
 // or memcached would otherwise refuse later in the objects built from it.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.maxItemSize) || (quantity(self.maxItemSize).compareTo(quantity('1Gi')) <= 0 && quantity(self.maxItemSize).asInteger() <= (has(self.memoryLimitMiB) ? self.memoryLimitMiB : 64) * 524288)",fieldPath=".maxItemSize",reason="FieldValueInvalid",message="maxItemSize must be at most half of memoryLimitMiB (64 MiB when unset): memcached refuses a larger item size"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoscaling) || has(self.keyMoves)",fieldPath=".autoscaling",reason="FieldValueForbidden",message="autoscaling needs keyMoves: each step it takes moves keys, and without keyMoves a scale loses them"
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.monitoring) || !self.monitoring.enabled",fieldPath=".auth",reason="FieldValueForbidden",message="auth and monitoring cannot be on together: the exporter cannot authenticate to memcached"
 // +kubebuilder:validation:XValidation:rule="!has(self.monitoring) || !self.monitoring.enabled || !has(self.containerPort) || self.containerPort != 9150",fieldPath=".containerPort",reason="FieldValueForbidden",message="containerPort must not be 9150 while monitoring is on: the exporter listens on it in the same pod"
 // +kubebuilder:validation:XValidation:rule="!has(self.podAnnotations) || !self.podAnnotations.exists(k, k.startsWith('cache.example.com/'))",fieldPath=".podAnnotations",reason="FieldValueForbidden",message="podAnnotations must not set keys under cache.example.com/: the operator sets them"
@@ -216,6 +217,13 @@ type MemcachedSpec struct {
 	//
 	// +optional
 	KeyMoves *KeyMovesSpec `json:"keyMoves,omitempty"`
+
+	// autoscaling, when set, has the operator set size itself from
+	// memcached's own statistics (see AutoscalingSpec). It needs keyMoves:
+	// each step moves keys.
+	//
+	// +optional
+	Autoscaling *AutoscalingSpec `json:"autoscaling,omitempty"`
 }
 
 // KeyMovesSpec says how the clients of a Memcached hash keys over its
@@ -476,6 +484,12 @@ type MemcachedStatus struct {
 	//
 	// +optional
 	TLS *TLSStatus `json:"tls,omitempty"`
+
+	// autoscaling tells what spec.autoscaling decided last and would do
+	// next; set while spec.autoscaling is.
+	//
+	// +optional
+	Autoscaling *AutoscalingStatus `json:"autoscaling,omitempty"`
 }
 
 // TLSStatus tells about the certificate memcached serves: the Secret's,

@@ -63,6 +63,45 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: secretName
       type:
         scalar: string
+- name: com.github.example.memcached-operator.api.v1alpha1.AutoscalingSpec
+  map:
+    fields:
+    - name: hitRatioPercent
+      type:
+        scalar: numeric
+    - name: maxSize
+      type:
+        scalar: numeric
+    - name: minSize
+      type:
+        scalar: numeric
+    - name: readEvictionsPerMinute
+      type:
+        scalar: numeric
+      default: 60
+    - name: scaleDownSeconds
+      type:
+        scalar: numeric
+      default: 600
+    - name: scaleUpSeconds
+      type:
+        scalar: numeric
+      default: 60
+- name: com.github.example.memcached-operator.api.v1alpha1.AutoscalingStatus
+  map:
+    fields:
+    - name: lastScale
+      type:
+        scalar: string
+    - name: lastScaleTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: next
+      type:
+        scalar: string
+    - name: reason
+      type:
+        scalar: string
 - name: com.github.example.memcached-operator.api.v1alpha1.ClientCertificates
   scalar: string
 - name: com.github.example.memcached-operator.api.v1alpha1.DiscoveryStatus
@@ -149,6 +188,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: auth
       type:
         namedType: com.github.example.memcached-operator.api.v1alpha1.AuthSpec
+    - name: autoscaling
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.AutoscalingSpec
     - name: containerPort
       type:
         scalar: numeric
@@ -235,6 +277,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.example.memcached-operator.api.v1alpha1.MemcachedStatus
   map:
     fields:
+    - name: autoscaling
+      type:
+        namedType: com.github.example.memcached-operator.api.v1alpha1.AutoscalingStatus
     - name: conditions
       type:
         list:

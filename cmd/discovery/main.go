@@ -16,10 +16,12 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -28,6 +30,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/example/memcached-operator/pkg/autoscale"
 	"github.com/example/memcached-operator/pkg/discovery"
 	"github.com/example/memcached-operator/pkg/memcachedconn"
 	"github.com/example/memcached-operator/pkg/move"
@@ -42,6 +45,7 @@ func main() {
 		plan, authFile    string
 		moveRate          int
 		h                 handOff
+		signals           string
 	)
 	flag.StringVar(&listen, "listen", ":11212", "Address clients reach the endpoint on.")
 	flag.StringVar(&c.Membership, "membership", "/etc/memcached/membership/cluster", "File holding the membership the operator publishes.")
@@ -55,6 +59,7 @@ func main() {
 	flag.IntVar(&moveRate, "move-rate", 20000, "Keys a second a move reads and writes at most.")
 	flag.IntVar(&c.MaxConnections, "max-connections", discovery.DefaultMaxConnections, "Connections served at once, handed to memcached or not; one more is closed unread.")
 	flag.IntVar(&c.MaxConnectionsPerClient, "max-connections-per-client", discovery.DefaultMaxConnectionsPerClient, "Connections of one client address served at once.")
+	flag.StringVar(&signals, "signals-listen", "", "Address to serve memcached's statistics on over HTTP (GET /signals), for the operator's autoscaling; empty: not served.")
 	h.bind()
 	flag.Parse()
 
@@ -85,9 +90,32 @@ func main() {
 			os.Exit(1)
 		}
 	}
+	go serveSignals(ctx, signals, c, memcachedconn.ServedFiles(tlsDir, clientCertificate, authFile))
 	if err := discovery.New(c).Serve(ctx, ln); err != nil {
 		log.Error("serving failed", "error", err.Error())
 		stop()
+		os.Exit(1)
+	}
+}
+
+// serveSignals serves the pod's memcached's statistics on listen until ctx
+// ends, reaching memcached through local; it stops the process if it
+// cannot listen. An empty listen serves nothing.
+func serveSignals(ctx context.Context, listen string, c discovery.Config, local memcachedconn.Files) {
+	if listen == "" {
+		return
+	}
+	srv := &http.Server{
+		Addr: listen,
+		Handler: &autoscale.Server{Log: c.Log, Dial: func(ctx context.Context) (net.Conn, error) {
+			return local.Dial(ctx, c.Memcached)
+		}},
+		ReadHeaderTimeout: 5 * time.Second,
+	}
+	context.AfterFunc(ctx, func() { srv.Close() })
+	c.Log.Info("serving memcached's signals", "address", listen)
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		c.Log.Error("cannot serve the signals", "address", listen, "error", err.Error())
 		os.Exit(1)
 	}
 }

@@ -57,3 +57,24 @@ func TestTheDiscoveryContainerMountsTheServedFilesItReads(t *testing.T) {
 		})
 	}
 }
+
+// With spec.autoscaling the discovery container serves the signals, on a
+// port of their own, logged in as the key moves are; without, it serves
+// no signals.
+func TestTheDiscoveryContainerServesTheSignalsOfAnAutoscaledMemcached(t *testing.T) {
+	g := NewWithT(t)
+	moves := &cachev1alpha1.KeyMovesSpec{Ring: "node"}
+	auth := &cachev1alpha1.AuthSpec{SecretName: "auth"}
+	scaled := memcached("cache", cachev1alpha1.MemcachedSpec{KeyMoves: moves, Auth: auth,
+		Autoscaling: &cachev1alpha1.AutoscalingSpec{MinSize: 1, MaxSize: 3}})
+	c := discoveryContainer(scaled, Images{Reloader: "reloader"})
+	g.Expect(c.Args).To(ContainElements("--signals-listen=:11213", "--auth-file="+servedDir+"/"+authFile))
+	var ports []string
+	for _, p := range c.Ports {
+		ports = append(ports, *p.Name)
+	}
+	g.Expect(ports).To(Equal([]string{DiscoveryPortName, "signals"}))
+	plain := discoveryContainer(memcached("cache", cachev1alpha1.MemcachedSpec{KeyMoves: moves}), Images{Reloader: "reloader"})
+	g.Expect(plain.Args).NotTo(ContainElement(HavePrefix("--signals-listen")))
+	g.Expect(plain.Ports).To(HaveLen(1))
+}

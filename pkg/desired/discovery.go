@@ -11,6 +11,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/autoscale"
 	"github.com/example/memcached-operator/pkg/discovery"
 )
 
@@ -52,6 +53,13 @@ func RunsDiscovery(m *cachev1alpha1.Memcached, images Images) bool {
 // (spec.keyMoves), which they do through the discovery container.
 func MovesKeys(m *cachev1alpha1.Memcached) bool {
 	return m.Spec.KeyMoves != nil
+}
+
+// Autoscales tells whether the operator sets m's size from its
+// memcached's statistics (spec.autoscaling), which m's discovery
+// containers serve on autoscale.SignalsPort.
+func Autoscales(m *cachev1alpha1.Memcached) bool {
+	return m.Spec.Autoscaling != nil && MovesKeys(m)
 }
 
 // ClientPoll is how long m's clients take to poll a new membership
@@ -156,16 +164,20 @@ func discoveryContainer(m *cachev1alpha1.Memcached, images Images) *corev1ac.Con
 			args = append(args, handOffArgs(m)...)
 		}
 	}
+	ports := []*corev1ac.ContainerPortApplyConfiguration{corev1ac.ContainerPort().
+		WithName(DiscoveryPortName).WithContainerPort(DiscoveryPort).WithProtocol(corev1.ProtocolTCP)}
+	if Autoscales(m) {
+		args = append(args, "--signals-listen=:"+strconv.Itoa(int(autoscale.SignalsPort)))
+		ports = append(ports, corev1ac.ContainerPort().
+			WithName(autoscale.SignalsPortName).WithContainerPort(autoscale.SignalsPort).WithProtocol(corev1.ProtocolTCP))
+	}
 	c := corev1ac.Container().
 		WithName(DiscoveryContainerName).
 		WithImage(images.Reloader).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithCommand(discoveryCommand).
 		WithArgs(args...).
-		WithPorts(corev1ac.ContainerPort().
-			WithName(DiscoveryPortName).
-			WithContainerPort(DiscoveryPort).
-			WithProtocol(corev1.ProtocolTCP)).
+		WithPorts(ports...).
 		WithResources(corev1ac.ResourceRequirements().
 			WithRequests(corev1.ResourceList{
 				corev1.ResourceCPU:    resource.MustParse(discoveryCPURequest),

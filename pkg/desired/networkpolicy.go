@@ -8,6 +8,7 @@ import (
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/autoscale"
 )
 
 // MetricsNamespaceLabel and MetricsNamespaceValue label the namespaces
@@ -23,6 +24,14 @@ const (
 
 // dnsPort is DNS's port, which the pods may reach in any namespace.
 const dnsPort = 53
+
+// OperatorPodLabels select the operator's pods, in whatever namespace it
+// is installed (manifests/manager, the chart and the bundle label them so):
+// with spec.autoscaling they read the signals of the memcached pods.
+var OperatorPodLabels = map[string]string{
+	"app.kubernetes.io/name":      "memcached-operator",
+	"app.kubernetes.io/component": "manager",
+}
 
 // WantsNetworkPolicy tells whether m asks for a NetworkPolicy.
 func WantsNetworkPolicy(m *cachev1alpha1.Memcached) bool {
@@ -88,6 +97,12 @@ func NetworkPolicy(m *cachev1alpha1.Memcached, replacing bool) *networkingv1ac.N
 				metav1ac.LabelSelector().WithMatchLabels(map[string]string{MetricsNamespaceLabel: MetricsNamespaceValue})))
 		}
 		spec.WithIngress(ingressRule(scrapers, intstr.FromInt32(MetricsPort)))
+	}
+	if Autoscales(m) {
+		spec.WithIngress(ingressRule([]*networkingv1ac.NetworkPolicyPeerApplyConfiguration{networkingv1ac.NetworkPolicyPeer().
+			WithNamespaceSelector(metav1ac.LabelSelector()).
+			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(OperatorPodLabels))},
+			intstr.FromInt32(autoscale.SignalsPort)))
 	}
 	return networkingv1ac.NetworkPolicy(m.Name, m.Namespace).
 		WithLabels(Labels(m)).

@@ -56,6 +56,14 @@ func TestNetworkPolicy(t *testing.T) {
 		spec: cachev1alpha1.MemcachedSpec{KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: "node"}, NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true}},
 		want: map[string][]networkingv1.NetworkPolicyPeer{"11211": {thisNamespace}, "memcached": {thisNamespace}, "11212": {thisNamespace}},
 	}, {
+		name: "autoscaling: the operator's pods, in any namespace, read the signals",
+		spec: cachev1alpha1.MemcachedSpec{KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: "node"}, Autoscaling: &cachev1alpha1.AutoscalingSpec{MinSize: 1, MaxSize: 2},
+			NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true}},
+		want: map[string][]networkingv1.NetworkPolicyPeer{"11211": {thisNamespace}, "memcached": {thisNamespace}, "11212": {thisNamespace}, "11213": {{
+			NamespaceSelector: &metav1.LabelSelector{},
+			PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "memcached-operator", "app.kubernetes.io/component": "manager"}},
+		}}},
+	}, {
 		name: "metrics clients without monitoring open no port",
 		spec: cachev1alpha1.MemcachedSpec{NetworkPolicy: &cachev1alpha1.NetworkPolicySpec{Enabled: true,
 			MetricsClients: []cachev1alpha1.NetworkPolicyPeer{{NamespaceSelector: prometheus}}}},

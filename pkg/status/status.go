@@ -91,6 +91,9 @@ type Observation struct {
 	// RollingEmpties: the rollout restarts memcached empty or replaces a
 	// pod, whose cache is then lost; the status says so beforehand.
 	RollingEmpties bool
+	// Autoscaling is what spec.autoscaling decided last and would do
+	// next; nil without spec.autoscaling, or before its first reading.
+	Autoscaling *cacheac.AutoscalingStatusApplyConfiguration
 }
 
 // SecretProblem is why a Secret a Memcached names cannot be used.
@@ -158,6 +161,9 @@ func Status(m *cachev1alpha1.Memcached, obs Observation, now metav1.Time) *cache
 			tls.WithExpiresSoon(true)
 		}
 		st.WithTLS(tls)
+	}
+	if obs.Autoscaling != nil {
+		st.WithAutoscaling(obs.Autoscaling)
 	}
 	for _, c := range conditions(m, obs) {
 		st.WithConditions(conditionApplyConfiguration(c, m.Status.Conditions, m.Generation, now))

@@ -142,6 +142,11 @@ type MemcachedSpecApplyConfiguration struct {
 	// keys the ring gives another slot are lost.
 	//
 	KeyMoves *KeyMovesSpecApplyConfiguration `json:"keyMoves,omitempty"`
+	// autoscaling, when set, has the operator set size itself from
+	// memcached's own statistics (see AutoscalingSpec). It needs keyMoves:
+	// each step moves keys.
+	//
+	Autoscaling *AutoscalingSpecApplyConfiguration `json:"autoscaling,omitempty"`
 }
 
 // MemcachedSpecApplyConfiguration constructs a declarative configuration of the MemcachedSpec type for use with
@@ -356,5 +361,13 @@ func (b *MemcachedSpecApplyConfiguration) WithTopologySpreadConstraints(values .
 // If called multiple times, the KeyMoves field is set to the value of the last call.
 func (b *MemcachedSpecApplyConfiguration) WithKeyMoves(value *KeyMovesSpecApplyConfiguration) *MemcachedSpecApplyConfiguration {
 	b.KeyMoves = value
+	return b
+}
+
+// WithAutoscaling sets the Autoscaling field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Autoscaling field is set to the value of the last call.
+func (b *MemcachedSpecApplyConfiguration) WithAutoscaling(value *AutoscalingSpecApplyConfiguration) *MemcachedSpecApplyConfiguration {
+	b.Autoscaling = value
 	return b
 }

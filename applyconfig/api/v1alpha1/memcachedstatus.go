@@ -69,6 +69,10 @@ type MemcachedStatusApplyConfiguration struct {
 	// Secret holds one valid now for the Service's name.
 	//
 	TLS *TLSStatusApplyConfiguration `json:"tls,omitempty"`
+	// autoscaling tells what spec.autoscaling decided last and would do
+	// next; set while spec.autoscaling is.
+	//
+	Autoscaling *AutoscalingStatusApplyConfiguration `json:"autoscaling,omitempty"`
 }
 
 // MemcachedStatusApplyConfiguration constructs a declarative configuration of the MemcachedStatus type for use with
@@ -151,5 +155,13 @@ func (b *MemcachedStatusApplyConfiguration) WithDiscovery(value *DiscoveryStatus
 // If called multiple times, the TLS field is set to the value of the last call.
 func (b *MemcachedStatusApplyConfiguration) WithTLS(value *TLSStatusApplyConfiguration) *MemcachedStatusApplyConfiguration {
 	b.TLS = value
+	return b
+}
+
+// WithAutoscaling sets the Autoscaling field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Autoscaling field is set to the value of the last call.
+func (b *MemcachedStatusApplyConfiguration) WithAutoscaling(value *AutoscalingStatusApplyConfiguration) *MemcachedStatusApplyConfiguration {
+	b.Autoscaling = value
 	return b
 }

@@ -103,4 +103,5 @@ func forgetMetrics(key types.NamespacedName) {
 	certificateExpiresSoon.Delete(who)
 	slotKeysLost.Delete(who)
 	keyMoveStepsIncomplete.DeletePartialMatch(who)
+	forgetAutoscaling(key)
 }

@@ -81,6 +81,9 @@ type Reconciler struct {
 	// runner says what memcached restored: the operator confirms each
 	// restart in place by it before the next slot's.
 	Logs PodLogs
+	// Autoscaler decides the size of the Memcacheds with spec.autoscaling;
+	// the status tells its decisions. Nil: none is autoscaled.
+	Autoscaler *Autoscaler
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 
@@ -99,6 +102,7 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds/scale,verbs=patch
 // +kubebuilder:rbac:groups=cache.example.com,resources=memcacheds/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;patch;delete

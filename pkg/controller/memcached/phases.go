@@ -171,6 +171,9 @@ func (s *scope) ensureOrRemove(ctx context.Context, k ownedKind, wanted bool, bu
 // unless it is held (package status decides when a status is worth
 // writing).
 func writeStatus(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if desired.Autoscales(s.m) {
+		s.obs.Autoscaling = s.Autoscaler.Status(client.ObjectKeyFromObject(s.m))
+	}
 	if hold := status.Hold(s.m, s.obs, s.now()); hold > 0 {
 		// Anything written to the status now would be stale within
 		// moments, and say nothing a reader of the status lacks: until

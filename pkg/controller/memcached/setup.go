@@ -3,6 +3,7 @@ package memcached
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/example/memcached-operator/pkg/autoscale"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
 	"github.com/example/memcached-operator/pkg/reconnect"
@@ -62,7 +64,16 @@ type Options struct {
 	// Memcacheds themselves reconciles nothing: the controller reacts to
 	// new generations only.)
 	SyncPeriod time.Duration
+	// AutoscaleInterval is how often the pods of the Memcacheds with
+	// spec.autoscaling are read.
+	AutoscaleInterval time.Duration
 }
+
+// DefaultAutoscaleInterval is how often the pods of a Memcached with
+// spec.autoscaling are read: each reading is one HTTP request to each
+// pod, and memcached's "stats" (its working set walked at most once per
+// autoscale.DumpEvery).
+const DefaultAutoscaleInterval = 30 * time.Second
 
 // Setup adds the Memcached controller to mgr, with the store of the
 // objects it owns. mgr's cache must be set up by CacheOptions with the
@@ -89,6 +100,25 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := mgr.Add(watcher); err != nil {
 		return fmt.Errorf("adding the Secret watcher: %w", err)
 	}
+	interval := o.AutoscaleInterval
+	if interval <= 0 {
+		interval = DefaultAutoscaleInterval
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1, IdleConnTimeout: 2 * interval}}
+	scaler := &Autoscaler{
+		Client:    mgr.GetClient(),
+		Pods:      storePods(store),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  boundedNotes{mgr.GetEventRecorder("memcached-operator")},
+		Interval:  interval,
+		Enqueue:   queue.add,
+		Read: func(ctx context.Context, ip string, seconds int64) (autoscale.Signals, error) {
+			return autoscale.Fetch(ctx, hc, ip, seconds)
+		},
+	}
+	if err := mgr.Add(scaler); err != nil {
+		return fmt.Errorf("adding the autoscaler: %w", err)
+	}
 	r := &Reconciler{
 		Client:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
@@ -100,6 +130,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Logs:             ClientsetLogs{Clientset: clientset},
 		ReplacedManagers: o.ReplacedManagers,
 		TakeOver:         o.TakeOver,
+		Autoscaler:       scaler,
 	}
 	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}, queue.source())
 }

@@ -1,0 +1,113 @@
+//go:build integration
+
+package autoscale
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/example/memcached-operator/internal/testsupport/memcachedproc"
+)
+
+func get(t *testing.T, url string) Signals {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%s: %s", resp.Status, b)
+	}
+	var s Signals
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func command(t *testing.T, conn net.Conn, req, want string) {
+	t.Helper()
+	buf := make([]byte, 4096)
+	if _, err := conn.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := conn.Read(buf)
+	if err != nil || !strings.HasPrefix(string(buf[:n]), want) {
+		t.Fatalf("%q: %q %v", req, buf[:n], err)
+	}
+}
+
+// TestTheSignalsAreMemcachedsOwn: a memcached of 2 MiB filled past its
+// memory evicts items, some of them read, and the working set counts the
+// items touched in its window only.
+func TestTheSignalsAreMemcachedsOwn(t *testing.T) {
+	addr := memcachedproc.StartOn(t, "127.0.0.121", "-m", "2").Addr
+	srv := &Server{Log: slog.New(slog.DiscardHandler), Dial: func(ctx context.Context) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	}}
+	web := httptest.NewServer(srv)
+	defer web.Close()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	value := strings.Repeat("v", 1000)
+	for i := range 5000 {
+		command(t, conn, fmt.Sprintf("set k%d 0 0 %d\r\n%s\r\n", i, len(value), value), "STORED")
+		if i%2 == 0 {
+			command(t, conn, fmt.Sprintf("get k%d\r\n", i), "VALUE")
+		}
+	}
+	command(t, conn, "get k4999 k0\r\n", "VALUE")
+	s := get(t, web.URL+SignalsPath)
+	if s.LimitMaxbytes != 2<<20 || s.Evictions == 0 || s.readEvictions() == 0 || s.readEvictions() >= s.Evictions || s.GetHits == 0 || s.GetMisses == 0 {
+		t.Fatalf("%+v: want evictions, some of read items, hits and a miss (k0)", s)
+	}
+	if s.WorkingSetBytes != -1 {
+		t.Fatalf("working set %d counted unasked", s.WorkingSetBytes)
+	}
+	s = get(t, web.URL+SignalsPath+"?"+WorkingSetParam+"=3600")
+	if s.WorkingSetBytes < s.Bytes*9/10 || s.WorkingSetBytes > s.Bytes || s.WorkingSetSeconds != 3600 {
+		t.Fatalf("%+v: every item was written within the hour", s)
+	}
+	command(t, conn, "set fresh 0 0 5\r\nshort\r\n", "STORED")
+	command(t, conn, "get fresh\r\n", "VALUE")
+	again := get(t, web.URL+SignalsPath+"?"+WorkingSetParam+"=3600")
+	if again.GetHits != s.GetHits+1 || again.WorkingSetBytes != s.WorkingSetBytes || again.WorkingSetTime != s.WorkingSetTime {
+		t.Logf("first %+v", s)
+		t.Fatalf("counted again within %s: %+v", DumpEvery, again)
+	}
+}
+
+// TestTheWorkingSetCountsTheItemsOfItsWindow: an item whose last access
+// (which memcached updates at most once a minute) is older than the window
+// and a minute is left out.
+func TestTheWorkingSetCountsTheItemsOfItsWindow(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	go func() {
+		defer server.Close()
+		buf := make([]byte, 64)
+		if _, err := server.Read(buf); err != nil {
+			return
+		}
+		io.WriteString(server, "key=a exp=-1 la=1000 cas=1 fetch=yes cls=1 size=100\r\n"+
+			"key=b exp=-1 la=939 cas=2 fetch=no cls=1 size=200\r\n"+
+			"key=c exp=-1 la=940 cas=3 fetch=no cls=1 size=400\r\nEND\r\n")
+	}()
+	bytes, busy, err := countWorkingSet(client, 940)
+	if err != nil || busy || bytes != 500 {
+		t.Fatalf("%d %v %v: want a and c, 500 bytes", bytes, busy, err)
+	}
+}
