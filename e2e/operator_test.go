@@ -45,7 +45,10 @@ func runOperator(cfg *envconf.Config, extraArgs ...string) (*hostOperator, error
 		// requeues alone.
 		Args: append([]string{"--memcached-image=" + desired.DefaultImage, "--exporter-image=" + exporterImage(),
 			// The reloader runs from the operator image, which the suite builds for the real node.
-			"--reloader-image=" + operatorImage}, extraArgs...),
+			"--reloader-image=" + operatorImage,
+			// spec.autoscaling's readings every 5 s, not 30: its story
+			// waits out windows of readings.
+			"--autoscale-interval=5s"}, extraArgs...),
 	})
 	if err != nil {
 		return nil, err

@@ -115,4 +115,7 @@ var entries = []entry{
 	{"rates are taken from the same memcached only", "pkg/autoscale/history.go",
 		"if !ok || before.pod != pods[slot] || now.Uptime < before.s.Uptime || elapsed <= 0 {", "if !ok || elapsed <= 0 {",
 		"./pkg/autoscale", "", "TestRatesAreTakenFromTheSameMemcachedOnly"},
+	{"the autoscaler's status changes with its decision only", "pkg/controller/memcached/autoscaler.go",
+		"if d.Next != st.shown.Next || d.Cause != st.shown.Cause {", "if d.Next != st.shown.Next || d.Reason != st.shown.Reason {",
+		"./pkg/controller/memcached", "", "TestTheAutoscalersStatusChangesWithItsDecisionOnly"},
 }

@@ -49,11 +49,14 @@ func PolicyOf(m *cachev1alpha1.Memcached) (Policy, bool) {
 }
 
 // Decision is a step and why: To is the size to take now (the size
-// itself when Next is not to be taken yet).
+// itself when Next is not to be taken yet). Cause names the rule that
+// decided, in a few words that do not change with the readings: a status
+// that tells the decision changes when its cause does.
 type Decision struct {
 	Next   string
 	Reason string
 	To     int32
+	Cause  string
 }
 
 // Step tells whether the decision changes the size now.
@@ -68,32 +71,32 @@ func (d Decision) Step(size int32) bool { return d.To != size }
 func Decide(p Policy, size int32, samples []Sample, now time.Time) Decision {
 	switch {
 	case size < p.Min:
-		return Decision{ScaleUp, fmt.Sprintf("size %d is under minSize %d", size, p.Min), size + 1}
+		return Decision{ScaleUp, fmt.Sprintf("size %d is under minSize %d", size, p.Min), size + 1, "under minSize"}
 	case size > p.Max:
-		return Decision{ScaleDown, fmt.Sprintf("size %d is over maxSize %d", size, p.Max), size - 1}
+		return Decision{ScaleDown, fmt.Sprintf("size %d is over maxSize %d", size, p.Max), size - 1, "over maxSize"}
 	}
 	whole := wholeSamples(samples, size)
 	if len(whole) == 0 {
-		return Decision{Hold, fmt.Sprintf("no reading of all %d slots yet", size), size}
+		return Decision{Hold, fmt.Sprintf("no reading of all %d slots yet", size), size, "not all slots read"}
 	}
 	last := whole[len(whole)-1]
 	if why, over := p.over(last); over {
 		if !lasted(whole, now, p.Up, func(s Sample) bool { _, o := p.over(s); return o }) {
-			return Decision{ScaleUp, why + fmt.Sprintf("; a slot is added once this lasts %s", p.Up), size}
+			return Decision{ScaleUp, why + fmt.Sprintf("; a slot is added once this lasts %s", p.Up), size, "over target, window running"}
 		}
 		if size >= p.Max {
-			return Decision{Blocked, why + fmt.Sprintf(" for %s, but the size is maxSize %d", p.Up, p.Max), size}
+			return Decision{Blocked, why + fmt.Sprintf(" for %s, but the size is maxSize %d", p.Up, p.Max), size, "over target at maxSize"}
 		}
-		return Decision{ScaleUp, why + fmt.Sprintf(" for %s", p.Up), size + 1}
+		return Decision{ScaleUp, why + fmt.Sprintf(" for %s", p.Up), size + 1, "over target"}
 	}
 	why, under := p.under(last, size)
 	switch {
 	case !under || size <= p.Min:
-		return Decision{Hold, p.readings(last), size}
+		return Decision{Hold, p.readings(last), size, "steady"}
 	case !lasted(whole, now, p.Down, func(s Sample) bool { _, u := p.under(s, size); return u }):
-		return Decision{ScaleDown, why + fmt.Sprintf("; a slot is removed once this lasts %s", p.Down), size}
+		return Decision{ScaleDown, why + fmt.Sprintf("; a slot is removed once this lasts %s", p.Down), size, "under target, window running"}
 	}
-	return Decision{ScaleDown, why + fmt.Sprintf(" for %s", p.Down), size - 1}
+	return Decision{ScaleDown, why + fmt.Sprintf(" for %s", p.Down), size - 1, "under target"}
 }
 
 // wholeSamples are the samples with a rate for each of size slots.
@@ -145,8 +148,8 @@ func (p Policy) under(s Sample, size int32) (string, bool) {
 	case s.WorkingSetBytes < 0 || float64(s.WorkingSetBytes) > fewer:
 		return "", false
 	}
-	return fmt.Sprintf("%.1f evictions of read items a minute per slot, and the items read in the last %s (%s) fit %d slots (%s with %.0f%% headroom)",
-		s.ReadEvictionsPerMinute, p.Down, mib(s.WorkingSetBytes), size-1, mib(int64(fewer)), 100*(1-Headroom)), true
+	return fmt.Sprintf("%.1f evictions of read items a minute per slot, and the items read in the last %s (%s) fit %s (%s with %.0f%% headroom)",
+		s.ReadEvictionsPerMinute, p.Down, mib(s.WorkingSetBytes), slots(size-1), mib(int64(fewer)), 100*(1-Headroom)), true
 }
 
 // readings says s as a reason to hold.
@@ -157,6 +160,13 @@ func (p Policy) readings(s Sample) string {
 	}
 	return fmt.Sprintf("%.1f evictions of read items a minute per slot (target %.0f), hit ratio %.1f%% at %.0f gets/s, working set %s of %s a slot",
 		s.ReadEvictionsPerMinute, p.ReadEvictionsPerMinute, 100*s.HitRatio, s.GetsPerSecond, ws, mib(s.SlotBytes))
+}
+
+func slots(n int32) string {
+	if n == 1 {
+		return "1 slot"
+	}
+	return fmt.Sprintf("%d slots", n)
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

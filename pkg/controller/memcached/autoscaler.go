@@ -134,9 +134,9 @@ func (a *Autoscaler) poll(ctx context.Context, m *cachev1alpha1.Memcached, st *a
 	var d autoscale.Decision
 	if why := unsettled(m, size); why != "" {
 		st.history.Forget(now)
-		d = autoscale.Decision{Next: autoscale.Hold, Reason: why, To: size}
+		d = autoscale.Decision{Next: autoscale.Hold, Reason: why, To: size, Cause: "size not reached"}
 	} else if failed := a.read(ctx, m, p, st, now); failed != "" {
-		d = autoscale.Decision{Next: autoscale.Hold, Reason: failed, To: size}
+		d = autoscale.Decision{Next: autoscale.Hold, Reason: failed, To: size, Cause: "signals not read"}
 	} else {
 		d = autoscale.Decide(p, size, st.history.Samples, now)
 		st.history.Forget(now.Add(-max(p.Up, p.Down)))
@@ -145,7 +145,7 @@ func (a *Autoscaler) poll(ctx context.Context, m *cachev1alpha1.Memcached, st *a
 	if d.Step(size) {
 		d = a.step(ctx, m, st, d, now)
 	}
-	if d.Next != st.shown.Next || d.Next == autoscale.Blocked && d.Reason != st.shown.Reason || st.shown.Reason == "" {
+	if d.Next != st.shown.Next || d.Cause != st.shown.Cause {
 		st.shown = d
 		a.Enqueue(client.ObjectKeyFromObject(m))
 	}

@@ -73,7 +73,7 @@ func (a *Autoscaler) step(ctx context.Context, m *cachev1alpha1.Memcached, st *a
 	from := st.size
 	took, appliers, version, err := a.sizeOwners(ctx, m)
 	if err == nil && len(appliers) > 0 {
-		return autoscale.Decision{Next: autoscale.Blocked, To: from, Reason: fmt.Sprintf(
+		return autoscale.Decision{Next: autoscale.Blocked, To: from, Cause: "size applied by another", Reason: fmt.Sprintf(
 			"a step from %d to %d slots is due (%s), but %s applies spec.size: leave size out of what it applies", from, d.To, d.Reason, strings.Join(appliers, " and "))}
 	}
 	if err == nil {
@@ -81,7 +81,7 @@ func (a *Autoscaler) step(ctx context.Context, m *cachev1alpha1.Memcached, st *a
 	}
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Cannot scale the Memcached", "memcached", client.ObjectKeyFromObject(m), "size", d.To)
-		return autoscale.Decision{Next: autoscale.Blocked, To: from,
+		return autoscale.Decision{Next: autoscale.Blocked, To: from, Cause: "size not set",
 			Reason: fmt.Sprintf("a step from %d to %d slots is due (%s), but the size cannot be set: %v", from, d.To, d.Reason, err)}
 	}
 	st.lastScale = fmt.Sprintf("scaled from %d to %d slots: %s", from, d.To, d.Reason)
