@@ -116,6 +116,6 @@ var entries = []entry{
 		"if !ok || before.pod != pods[slot] || now.Uptime < before.s.Uptime || elapsed <= 0 {", "if !ok || elapsed <= 0 {",
 		"./pkg/autoscale", "", "TestRatesAreTakenFromTheSameMemcachedOnly"},
 	{"the autoscaler's status changes with its decision only", "pkg/controller/memcached/autoscaler.go",
-		"if d.Next != st.shown.Next || d.Cause != st.shown.Cause {", "if d.Next != st.shown.Next || d.Reason != st.shown.Reason {",
+		"changed := d.Next != st.shown.Next || d.Cause != st.shown.Cause", "changed := d.Next != st.shown.Next || d.Reason != st.shown.Reason",
 		"./pkg/controller/memcached", "", "TestTheAutoscalersStatusChangesWithItsDecisionOnly"},
 }

@@ -54,7 +54,9 @@ type Autoscaler struct {
 	state map[types.NamespacedName]*autoscaled
 }
 
-// autoscaled is what the Autoscaler keeps of one Memcached.
+// autoscaled is what the Autoscaler keeps of one Memcached: its poll
+// alone reads and writes size and history; shown and the last step are
+// read by the reconciles too, under the Autoscaler's mu.
 type autoscaled struct {
 	size    int32
 	history autoscale.History
@@ -145,8 +147,13 @@ func (a *Autoscaler) poll(ctx context.Context, m *cachev1alpha1.Memcached, st *a
 	if d.Step(size) {
 		d = a.step(ctx, m, st, d, now)
 	}
-	if d.Next != st.shown.Next || d.Cause != st.shown.Cause {
+	a.mu.Lock()
+	changed := d.Next != st.shown.Next || d.Cause != st.shown.Cause
+	if changed {
 		st.shown = d
+	}
+	a.mu.Unlock()
+	if changed {
 		a.Enqueue(client.ObjectKeyFromObject(m))
 	}
 }

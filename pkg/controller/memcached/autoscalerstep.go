@@ -84,12 +84,14 @@ func (a *Autoscaler) step(ctx context.Context, m *cachev1alpha1.Memcached, st *a
 		return autoscale.Decision{Next: autoscale.Blocked, To: from, Cause: "size not set",
 			Reason: fmt.Sprintf("a step from %d to %d slots is due (%s), but the size cannot be set: %v", from, d.To, d.Reason, err)}
 	}
-	st.lastScale = fmt.Sprintf("scaled from %d to %d slots: %s", from, d.To, d.Reason)
+	said := fmt.Sprintf("scaled from %d to %d slots: %s", from, d.To, d.Reason)
 	if took != "" {
-		st.lastScale += "; spec.size taken from " + took
+		said += "; spec.size taken from " + took
 	}
-	st.lastScaleTime = now
-	a.Recorder.Eventf(m, nil, corev1.EventTypeNormal, eventScaled, "Autoscale", "Autoscaling %s", st.lastScale)
+	a.mu.Lock()
+	st.lastScale, st.lastScaleTime = said, now
+	a.mu.Unlock()
+	a.Recorder.Eventf(m, nil, corev1.EventTypeNormal, eventScaled, "Autoscale", "Autoscaling %s", said)
 	autoscalingSteps.WithLabelValues(m.Namespace, m.Name, d.Next).Inc()
 	return d
 }
