@@ -110,7 +110,7 @@ var entries = []entry{
 		"s.HitRatio < p.HitRatio && s.ReadEvictionsPerMinute > 0 {", "s.HitRatio < p.HitRatio {",
 		"./pkg/autoscale", "", "TestALowHitRatioAddsASlotOnlyWhileReadItemsAreEvicted"},
 	{"a pod's working set is counted at most once a minute", "pkg/autoscale/serve.go",
-		"if c := s.counted; c.seconds != seconds || sig.Time-c.at >= int64(DumpEvery/time.Second) {", "if true {",
+		"if c := s.counted; c.seconds != seconds || sig.Time-c.at >= dumpEvery(seconds) {", "if true {",
 		"./pkg/autoscale", "integration", "TestTheSignalsAreMemcachedsOwn"},
 	{"rates are taken from the same memcached only", "pkg/autoscale/history.go",
 		"if !ok || before.pod != pods[slot] || now.Uptime < before.s.Uptime || elapsed <= 0 {", "if !ok || elapsed <= 0 {",

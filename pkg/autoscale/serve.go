@@ -18,13 +18,19 @@ import (
 )
 
 // DumpEvery is how often at most a pod walks its memcached's items to
-// count the working set: a walk takes memcached's crawler and reads every
-// item's metadata, so the count it serves may be this old.
+// count the working set, or a quarter of the window counted over when that
+// is shorter: a walk takes memcached's crawler and reads every item's
+// metadata, so the count it serves may be this old.
 const DumpEvery = time.Minute
+
+// dumpEvery is how old, in seconds, a count over seconds may be.
+func dumpEvery(seconds int64) int64 {
+	return min(int64(DumpEvery/time.Second), max(seconds/4, 1))
+}
 
 // Server serves a pod's Signals over HTTP, read from its memcached (Dial
 // connects, logged in) on each request; the working set is counted at
-// most once per DumpEvery and served from then until the next count.
+// most once per dumpEvery and served from then until the next count.
 type Server struct {
 	Dial func(ctx context.Context) (net.Conn, error)
 	Log  *slog.Logger
@@ -62,7 +68,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // read is memcached's Signals now, with the working set over seconds (none
 // when 0) counted now unless a count over seconds is younger than
-// DumpEvery.
+// dumpEvery.
 func (s *Server) read(ctx context.Context, seconds int64) (Signals, error) {
 	conn, err := s.Dial(ctx)
 	if err != nil {
@@ -82,7 +88,7 @@ func (s *Server) read(ctx context.Context, seconds int64) (Signals, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c := s.counted; c.seconds != seconds || sig.Time-c.at >= int64(DumpEvery/time.Second) {
+	if c := s.counted; c.seconds != seconds || sig.Time-c.at >= dumpEvery(seconds) {
 		bytes, busy, err := countWorkingSet(conn, sig.Time-seconds-itemUpdateInterval)
 		switch {
 		case err != nil:
