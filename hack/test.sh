@@ -48,7 +48,7 @@ beside=$!
 trap 'kill -- "-${beside}" 2>/dev/null || true; rm -f "${beside_log}" "${ready}" "${ready}.failed"' EXIT
 
 e2e=0
-go test -tags e2e -timeout 30m "${flags[@]}" ./e2e/... || e2e=$?
+go test -tags e2e -timeout 40m "${flags[@]}" ./e2e/... || e2e=$?
 others=0
 wait "${beside}" || others=$?
 echo "--- the unit and integration suites, then bench-check, run beside the end-to-end suite:"

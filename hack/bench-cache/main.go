@@ -41,6 +41,8 @@ type config struct {
 	skipTarget bool
 	// memory: measure a pod's memory at a full cache.
 	memory bool
+	// autoscale: the autoscaling run only (autoscale.go).
+	autoscale bool
 	// short: a quick run that checks the goals that are not figures of
 	// speed (make test runs it): a short window, fewer keys, the
 	// operations that are not the e2e suite's.
@@ -62,6 +64,7 @@ func main() {
 	flag.BoolVar(&c.skipTarget, "skip-throughput", false, "measure the operations only")
 	flag.BoolVar(&c.memory, "memory", false, "also measure a pod's memory (its cgroups on the real node) at a full cache, and after memcached restarted in place")
 	flag.BoolVar(&c.short, "short", false, "a quick run (2s windows, 3,000 keys, the limit and the default pod, the operations but the Secret rotations, which the e2e suite covers) that fails on a client-visible error or a key lost where the pods stayed as they were; figures of speed are reported, not checked")
+	flag.BoolVar(&c.autoscale, "autoscale", false, "run the autoscaling comparison only (about 16 minutes; with -short, 9): spec.autoscaling, a size right for the peak and an HPA on CPU under a working set that grows threefold and back; the plot goes to docs/benchmarks-autoscale.svg")
 	flag.Parse()
 	if c.short {
 		c.load.warmUp, c.load.duration, c.load.keys, c.opKeys = time.Second, 2*time.Second, 3000, 3000

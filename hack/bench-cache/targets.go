@@ -72,6 +72,9 @@ func run(ctx context.Context, cfg config) (string, error) {
 		return "", err
 	}
 	defer e.tearDown()
+	if cfg.autoscale {
+		return e.autoscaling(ctx)
+	}
 	var rows []measured
 	var ops []operation
 	var err error
