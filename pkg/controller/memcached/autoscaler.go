@@ -27,11 +27,11 @@ const AutoscalerFieldManager = "memcached-operator-autoscaler"
 // spec.autoscaling each Interval, straight from the pods (no request to
 // the apiserver), and takes the steps autoscale.Decide says through the
 // Memcached's scale subresource, as an HPA would: the reconcile then
-// moves the keys. It takes no step while the last one is
-// under way (the status's Progressing, or pods not ready), and forgets the
-// readings of a size once the size changes.
+// moves the keys. It takes no step while the last one is under way (the
+// status's Progressing, or pods not ready), and forgets the readings of a
+// size once the size changes.
 type Autoscaler struct {
-	// Client reads the Memcacheds from the manager's cache and applies
+	// Client reads the Memcacheds from the manager's cache and writes
 	// their scale.
 	Client client.Client
 	// APIReader reads a Memcached's managed fields when another manager
