@@ -71,8 +71,8 @@ func autoscaledSpecs() []*scaled {
 	base := func(size int32) cachev1alpha1.MemcachedSpec {
 		return cachev1alpha1.MemcachedSpec{
 			Size: ptr.To(size), Image: repo.Version("LOCAL_MEMCACHED_IMAGE"), MemoryLimitMiB: ptr.To[int32](slotMiB),
-			ContainerPort:  ptr.To[int32](11211),
-			KeyMoves:       &cachev1alpha1.KeyMovesSpec{Ring: string(ketama.Libmemcached), ClientPollSeconds: ptr.To[int32](2)},
+			ContainerPort: ptr.To[int32](11211),
+			KeyMoves:      &cachev1alpha1.KeyMovesSpec{Ring: string(ketama.Libmemcached), ClientPollSeconds: ptr.To[int32](2)},
 		}
 	}
 	auto := base(1)
