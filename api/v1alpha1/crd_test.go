@@ -71,6 +71,9 @@ func TestPrinterColumns(t *testing.T) {
 	g.Expect(columns).To(HaveKey("Image"))
 	g.Expect(columns["Image"].Priority).To(Equal(int32(1)), "image is shown with -o wide only")
 	g.Expect(columns["Image"].JSONPath).To(Equal(".status.image"), "the image in use, also when spec.image is unset")
+	g.Expect(columns).To(HaveKey("Autoscaling"))
+	g.Expect(columns["Autoscaling"].JSONPath).To(Equal(".status.autoscaling.next"))
+	g.Expect(columns["Autoscaling"].Priority).To(Equal(int32(1)))
 }
 
 func TestDefaultsAreApplied(t *testing.T) {
@@ -196,6 +199,12 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 		{"too few connections", cachev1alpha1.MemcachedSpec{MaxConnections: ptr.To[int32](1)}, "spec.maxConnections in body should be greater than or equal to 16"},
 		{"zero threads", cachev1alpha1.MemcachedSpec{Threads: ptr.To[int32](0)}, "spec.threads in body should be greater than or equal to 1"},
 		{"too many threads", cachev1alpha1.MemcachedSpec{Threads: ptr.To[int32](65)}, "spec.threads in body should be less than or equal to 64"},
+		{"autoscaling without key moves", cachev1alpha1.MemcachedSpec{Autoscaling: &cachev1alpha1.AutoscalingSpec{MinSize: 1, MaxSize: 3}},
+			"autoscaling needs keyMoves: each step it takes moves keys"},
+		{"autoscaling's bounds crossed", cachev1alpha1.MemcachedSpec{KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: "node"}, Autoscaling: &cachev1alpha1.AutoscalingSpec{MinSize: 3, MaxSize: 2}},
+			"maxSize must be at least minSize"},
+		{"autoscaling's scale-down window under a minute", cachev1alpha1.MemcachedSpec{KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: "node"}, Autoscaling: &cachev1alpha1.AutoscalingSpec{MinSize: 1, MaxSize: 2, ScaleDownSeconds: ptr.To[int32](30)}},
+			"spec.autoscaling.scaleDownSeconds in body should be greater than or equal to 60"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -560,6 +560,7 @@ type DiscoveryStatus struct {
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.status.image`,priority=1
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.service.address`,priority=1
 // +kubebuilder:printcolumn:name="Discovery",type=string,JSONPath=`.status.discovery.address`,priority=1
+// +kubebuilder:printcolumn:name="Autoscaling",type=string,JSONPath=`.status.autoscaling.next`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 //
 // The name rules hold on creation only (names never change): a Memcached
