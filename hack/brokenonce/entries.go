@@ -110,7 +110,7 @@ var entries = []entry{
 		"s.HitRatio < p.HitRatio && s.ReadEvictionsPerMinute > 0 {", "s.HitRatio < p.HitRatio {",
 		"./pkg/autoscale", "", "TestALowHitRatioAddsASlotOnlyWhileReadItemsAreEvicted"},
 	{"a pod's working set is counted at most once a minute", "pkg/autoscale/serve.go",
-		"if c := s.counted; c.seconds != seconds || sig.Time-c.at >= dumpEvery(seconds) {", "if true {",
+		"if s.counted.byAge == nil || sig.Time-s.counted.at >= dumpEvery(seconds) {", "if true {",
 		"./pkg/autoscale", "integration", "TestTheSignalsAreMemcachedsOwn"},
 	{"rates are taken from the same memcached only", "pkg/autoscale/history.go",
 		"if !ok || before.pod != pods[slot] || now.Uptime < before.s.Uptime || elapsed <= 0 {", "if !ok || elapsed <= 0 {",
@@ -118,4 +118,7 @@ var entries = []entry{
 	{"the autoscaler's status changes with its decision only", "pkg/controller/memcached/autoscaler.go",
 		"changed := d.Next != st.shown.Next || d.Cause != st.shown.Cause", "changed := d.Next != st.shown.Next || d.Reason != st.shown.Reason",
 		"./pkg/controller/memcached", "", "TestTheAutoscalersStatusChangesWithItsDecisionOnly"},
+	{"no window asked makes a pod count its working set more often than every 15 s", "pkg/autoscale/serve.go",
+		"max(seconds/4, int64(DumpFloor/time.Second))", "max(seconds/4, 1)",
+		"./pkg/autoscale", "", "TestTheCountIsAsFreshAsItsWindowNeeds"},
 }

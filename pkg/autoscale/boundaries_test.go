@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -72,9 +74,10 @@ func TestASampleOfUnknownsSaysSo(t *testing.T) {
 }
 
 // A count of the working set may be a quarter of its window old, at most
-// a minute, and at least a second.
+// a minute, and at least 15 s: no window asked makes a pod walk its items
+// more often.
 func TestTheCountIsAsFreshAsItsWindowNeeds(t *testing.T) {
-	for seconds, want := range map[int64]int64{1: 1, 8: 2, 60: 15, 240: 60, 3600: 60} {
+	for seconds, want := range map[int64]int64{1: 15, 8: 15, 60: 15, 100: 25, 240: 60, 3600: 60} {
 		if got := dumpEvery(seconds); got != want {
 			t.Errorf("dumpEvery(%d) = %d, want %d", seconds, got, want)
 		}
@@ -149,5 +152,32 @@ func TestTheWorkingSetsWindowAndAge(t *testing.T) {
 	now = 1015
 	if sig := read(); sig.WorkingSetBytes != 10 || sig.WorkingSetTime != 1015 {
 		t.Fatalf("%+v: want a new count after 15 s (la=880 is now out)", sig)
+	}
+	// Another window within 15 s: answered from the same count.
+	items = append(items, "key=newer exp=-1 la=1020 cas=4 fetch=no cls=1 size=1\r\n")
+	now = 1020
+	sig, err := s.read(context.Background(), 3600)
+	if err != nil || sig.WorkingSetBytes != 1110 || sig.WorkingSetTime != 1015 || sig.WorkingSetSeconds != 3600 {
+		t.Fatalf("%+v %v: want the count of 1015 over an hour (every item but the newer)", sig, err)
+	}
+}
+
+// A window outside what autoscaling asks is refused, so that no request
+// makes a pod count over a window it would not use.
+func TestAWindowOutOfBoundsIsRefused(t *testing.T) {
+	now := int64(1000)
+	var items []string
+	s := &Server{Dial: fakeMemcached(&now, &items), Log: slog.New(slog.DiscardHandler)}
+	for _, v := range []string{"-1", "86401", "x"} {
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, SignalsPath+"?"+WorkingSetParam+"="+v, nil))
+		if w.Code != http.StatusBadRequest {
+			t.Errorf("%s: %d", v, w.Code)
+		}
+	}
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, SignalsPath+"?"+WorkingSetParam+"=86400", nil))
+	if w.Code != http.StatusOK {
+		t.Errorf("86400: %d %s", w.Code, w.Body)
 	}
 }

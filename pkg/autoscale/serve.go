@@ -18,19 +18,30 @@ import (
 )
 
 // DumpEvery is how often at most a pod walks its memcached's items to
-// count the working set, or a quarter of the window counted over when that
-// is shorter: a walk takes memcached's crawler and reads every item's
-// metadata, so the count it serves may be this old.
-const DumpEvery = time.Minute
+// count the working set, or a quarter of the window asked for when that is
+// shorter, but never more often than DumpFloor: a walk takes memcached's
+// crawler (which a key move's listing waits for) and reads every item's
+// metadata, so the count served may be this old. Whoever asks, and for
+// whatever window, a pod walks its items at most once per DumpFloor.
+const (
+	DumpEvery = time.Minute
+	DumpFloor = 15 * time.Second
+)
 
-// dumpEvery is how old, in seconds, a count over seconds may be.
+// MaxWorkingSetSeconds is the longest window a working set is asked over
+// (spec.autoscaling.scaleDownSeconds' maximum).
+const MaxWorkingSetSeconds = 86400
+
+// dumpEvery is how old, in seconds, a count may be for a window of
+// seconds.
 func dumpEvery(seconds int64) int64 {
-	return min(int64(DumpEvery/time.Second), max(seconds/4, 1))
+	return min(int64(DumpEvery/time.Second), max(seconds/4, int64(DumpFloor/time.Second)))
 }
 
 // Server serves a pod's Signals over HTTP, read from its memcached (Dial
 // connects, logged in) on each request; the working set is counted at
-// most once per dumpEvery and served from then until the next count.
+// most once per dumpEvery, into the bytes by age it is served from for any
+// window until the next count.
 type Server struct {
 	Dial func(ctx context.Context) (net.Conn, error)
 	Log  *slog.Logger
@@ -45,17 +56,39 @@ type Server struct {
 // so that none read within seconds is left out.
 const itemUpdateInterval = 60
 
-// workingSet is a count of the working set: when (memcached's clock),
-// over how many seconds, and the bytes.
-type workingSet struct{ at, seconds, bytes int64 }
+// workingSet is a count of the working set: when (memcached's clock), and
+// the bytes of the items by the age of their last access then, in seconds
+// (the last, all older).
+type workingSet struct {
+	at    int64
+	byAge []int64
+}
 
-// ServeHTTP answers GET SignalsPath with the pod's Signals as JSON.
+// over is the working set over seconds: the bytes of the items whose last
+// access is at most seconds and a minute old.
+func (w workingSet) over(seconds int64) int64 {
+	var bytes int64
+	for _, b := range w.byAge[:min(seconds+itemUpdateInterval+1, int64(len(w.byAge)))] {
+		bytes += b
+	}
+	return bytes
+}
+
+// ServeHTTP answers GET SignalsPath with the pod's Signals as JSON; a
+// window outside 0 to MaxWorkingSetSeconds is refused.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != SignalsPath || r.Method != http.MethodGet {
 		http.NotFound(w, r)
 		return
 	}
-	seconds, _ := strconv.ParseInt(r.URL.Query().Get(WorkingSetParam), 10, 64)
+	seconds := int64(0)
+	if v := r.URL.Query().Get(WorkingSetParam); v != "" {
+		var err error
+		if seconds, err = strconv.ParseInt(v, 10, 64); err != nil || seconds < 0 || seconds > MaxWorkingSetSeconds {
+			http.Error(w, fmt.Sprintf("%s must be a number of seconds from 0 to %d", WorkingSetParam, MaxWorkingSetSeconds), http.StatusBadRequest)
+			return
+		}
+	}
 	sig, err := s.read(r.Context(), seconds)
 	if err != nil {
 		s.Log.Error("cannot read memcached's signals", "error", err.Error())
@@ -67,8 +100,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // read is memcached's Signals now, with the working set over seconds (none
-// when 0) counted now unless a count over seconds is younger than
-// dumpEvery.
+// when 0), counted now unless the last count is younger than dumpEvery.
 func (s *Server) read(ctx context.Context, seconds int64) (Signals, error) {
 	conn, err := s.Dial(ctx)
 	if err != nil {
@@ -88,55 +120,53 @@ func (s *Server) read(ctx context.Context, seconds int64) (Signals, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c := s.counted; c.seconds != seconds || sig.Time-c.at >= dumpEvery(seconds) {
-		bytes, busy, err := countWorkingSet(conn, sig.Time-seconds-itemUpdateInterval)
+	if s.counted.byAge == nil || sig.Time-s.counted.at >= dumpEvery(seconds) {
+		byAge, busy, err := countWorkingSet(conn, sig.Time)
 		switch {
 		case err != nil:
 			return Signals{}, err
 		case !busy:
-			s.counted = workingSet{at: sig.Time, seconds: seconds, bytes: bytes}
+			s.counted = workingSet{at: sig.Time, byAge: byAge}
 		}
 	}
-	if s.counted.seconds == seconds {
-		sig.WorkingSetBytes, sig.WorkingSetSeconds, sig.WorkingSetTime = s.counted.bytes, seconds, s.counted.at
+	if s.counted.byAge != nil {
+		sig.WorkingSetBytes, sig.WorkingSetSeconds, sig.WorkingSetTime = s.counted.over(seconds), seconds, s.counted.at
 	}
 	return sig, nil
 }
 
-// countWorkingSet is the bytes of the items conn's memcached read or
-// wrote at since (its clock), from its lru_crawler metadump, which walks
-// its hash table; busy: its crawler is in use (a move lists keys), and
-// nothing was counted.
-func countWorkingSet(conn net.Conn, since int64) (int64, bool, error) {
+// countWorkingSet is the bytes of the items conn's memcached holds, by the
+// age of their last access at now (its clock), from its lru_crawler
+// metadump, which walks its hash table; busy: its crawler is in use (a
+// move lists keys), and nothing was counted.
+func countWorkingSet(conn net.Conn, now int64) ([]int64, bool, error) {
 	if err := conn.SetDeadline(time.Now().Add(2 * time.Minute)); err != nil {
-		return 0, false, err
+		return nil, false, err
 	}
 	if _, err := conn.Write([]byte("lru_crawler metadump hash\r\n")); err != nil {
-		return 0, false, err
+		return nil, false, err
 	}
 	r := bufio.NewReaderSize(conn, 64<<10)
-	var bytes int64
+	byAge := make([]int64, MaxWorkingSetSeconds+itemUpdateInterval+2)
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
-			return 0, false, fmt.Errorf("counting the working set: %w", err)
+			return nil, false, fmt.Errorf("counting the working set: %w", err)
 		}
 		line = strings.TrimRight(line, "\r\n")
 		switch {
 		case line == "END":
-			return bytes, false, nil
+			return byAge, false, nil
 		case strings.HasPrefix(line, "BUSY"):
-			return 0, true, nil
+			return nil, true, nil
 		case !strings.HasPrefix(line, "key="):
-			return 0, false, fmt.Errorf("counting the working set: memcached answered %q", line)
+			return nil, false, fmt.Errorf("counting the working set: memcached answered %q", line)
 		}
 		la, size, err := accessAndSize(line)
 		if err != nil {
-			return 0, false, err
+			return nil, false, err
 		}
-		if la >= since {
-			bytes += size
-		}
+		byAge[min(max(now-la, 0), int64(len(byAge)-1))] += size
 	}
 }
 
