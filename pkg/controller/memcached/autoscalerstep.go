@@ -134,17 +134,6 @@ func (a *Autoscaler) sizeOwners(ctx context.Context, m *cachev1alpha1.Memcached)
 	return strings.Join(updated, " and "), appliers, now.ResourceVersion, nil
 }
 
-// storePods are m's pods as store holds them: those of its StatefulSet.
-func storePods(store *owned.Store) func(m *cachev1alpha1.Memcached) ([]*owned.Pod, error) {
-	return func(m *cachev1alpha1.Memcached) ([]*owned.Pod, error) {
-		set, found, err := store.Get(owned.KindStatefulSet, client.ObjectKeyFromObject(m))
-		if err != nil || !found || !metav1.IsControlledBy(set, m) {
-			return nil, err
-		}
-		return store.Pods(m.Namespace, set.UID)
-	}
-}
-
 // Status is what m's status tells of its autoscaling: nil before its
 // first reading, or without spec.autoscaling.
 func (a *Autoscaler) Status(key types.NamespacedName) *cacheac.AutoscalingStatusApplyConfiguration {

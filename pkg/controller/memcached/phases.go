@@ -74,13 +74,9 @@ func (s *scope) reconcile(ctx context.Context) (ctrl.Result, error) {
 // runPhases reads the pods of the Memcached's StatefulSet, then runs every
 // phase, until one finds the Memcached gone.
 func (s *scope) runPhases(ctx context.Context) (ctrl.Result, []error) {
-	// The pods are those of the StatefulSet the store holds (none before
-	// it is made): what they say decides the StatefulSet's phase.
-	set, found, err := s.Owned.Get(owned.KindStatefulSet, client.ObjectKeyFromObject(s.m))
-	if err == nil && found && metav1.IsControlledBy(set, s.m) {
-		s.obs.Pods, err = s.Owned.Pods(s.m.Namespace, set.UID)
-	}
-	if err != nil {
+	// What the pods say decides the StatefulSet's phase.
+	var err error
+	if s.obs.Pods, err = memcachedPods(s.Owned, s.m); err != nil {
 		s.unobserved = true
 		return ctrl.Result{}, []error{err}
 	}
@@ -99,6 +95,16 @@ func (s *scope) runPhases(ctx context.Context) (ctrl.Result, []error) {
 		result = sooner(result, res)
 	}
 	return result, errs
+}
+
+// memcachedPods are m's pods as store holds them: those of the StatefulSet
+// m controls, none before it is made.
+func memcachedPods(store *owned.Store, m *cachev1alpha1.Memcached) ([]*owned.Pod, error) {
+	set, found, err := store.Get(owned.KindStatefulSet, client.ObjectKeyFromObject(m))
+	if err != nil || !found || !metav1.IsControlledBy(set, m) {
+		return nil, err
+	}
+	return store.Pods(m.Namespace, set.UID)
 }
 
 // skipStatusReason names why a reconcile that read its Memcached writes no

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/autoscale"
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/owned"
@@ -107,7 +108,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1, IdleConnTimeout: 2 * interval}}
 	scaler := &Autoscaler{
 		Client:    mgr.GetClient(),
-		Pods:      storePods(store),
+		Pods:      func(m *cachev1alpha1.Memcached) ([]*owned.Pod, error) { return memcachedPods(store, m) },
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  boundedNotes{mgr.GetEventRecorder("memcached-operator")},
 		Interval:  interval,
