@@ -147,15 +147,13 @@ func podRequest(p corev1.Pod) float64 {
 // podCPU is the CPU time the pod uid used, in nanoseconds, from its
 // cpuacct cgroup (v1) on this machine.
 func podCPU(uid types.UID) (uint64, error) {
-	for _, pattern := range []string{"/sys/fs/cgroup/cpuacct/kubepods/pod%s", "/sys/fs/cgroup/cpuacct/kubepods/*/pod%s"} {
-		found, _ := filepath.Glob(fmt.Sprintf(pattern, uid))
-		if len(found) == 1 {
-			b, err := os.ReadFile(filepath.Join(found[0], "cpuacct.usage"))
-			if err != nil {
-				return 0, err
-			}
-			return strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-		}
+	dir, err := podCgroup("cpuacct", uid)
+	if err != nil {
+		return 0, err
 	}
-	return 0, fmt.Errorf("no cpuacct cgroup (v1) of pod %s on this machine", uid)
+	b, err := os.ReadFile(filepath.Join(dir, "cpuacct.usage"))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 }

@@ -154,7 +154,7 @@ func fillMemory(ctx context.Context, addr string, n int) error {
 // sampleMemory reads the pod's memory cgroups and memcached's stats.
 func sampleMemory(ctx context.Context, when string, pod *corev1.Pod, addr string) (memorySample, error) {
 	s := memorySample{when: when}
-	dir, err := podCgroup(pod.UID)
+	dir, err := podCgroup("memory", pod.UID)
 	if err != nil {
 		return s, err
 	}
@@ -190,11 +190,12 @@ func memcachedID(pod *corev1.Pod) string {
 	return ""
 }
 
-// podCgroup is the memory cgroup (v1) of the pod uid on this machine,
-// under the kubelet's kubepods hierarchy (cgroupfs driver).
-func podCgroup(uid types.UID) (string, error) {
-	for _, pattern := range []string{"/sys/fs/cgroup/memory/kubepods/pod%s", "/sys/fs/cgroup/memory/kubepods/*/pod%s"} {
-		found, err := filepath.Glob(fmt.Sprintf(pattern, uid))
+// podCgroup is the cgroup (v1) of the pod uid under controller (memory,
+// cpuacct) on this machine, in the kubelet's kubepods hierarchy (cgroupfs
+// driver).
+func podCgroup(controller string, uid types.UID) (string, error) {
+	for _, pattern := range []string{"/sys/fs/cgroup/%s/kubepods/pod%s", "/sys/fs/cgroup/%s/kubepods/*/pod%s"} {
+		found, err := filepath.Glob(fmt.Sprintf(pattern, controller, uid))
 		if err != nil {
 			return "", err
 		}
@@ -202,7 +203,7 @@ func podCgroup(uid types.UID) (string, error) {
 			return found[0], nil
 		}
 	}
-	return "", fmt.Errorf("no memory cgroup (v1) of pod %s on this machine", uid)
+	return "", fmt.Errorf("no %s cgroup (v1) of pod %s on this machine", controller, uid)
 }
 
 // readMemoryCgroup reads a cgroup v1 memory controller's usage and stats.
