@@ -32,12 +32,8 @@ type Policy struct {
 	Up, Down time.Duration
 }
 
-// PolicyOf is m's autoscaling policy; false when m has none.
-func PolicyOf(m *cachev1alpha1.Memcached) (Policy, bool) {
-	a := m.Spec.Autoscaling
-	if a == nil {
-		return Policy{}, false
-	}
+// PolicyOf is the autoscaling policy a asks for, with its defaults.
+func PolicyOf(a *cachev1alpha1.AutoscalingSpec) Policy {
 	return Policy{
 		Min:                    a.MinSize,
 		Max:                    a.MaxSize,
@@ -45,7 +41,7 @@ func PolicyOf(m *cachev1alpha1.Memcached) (Policy, bool) {
 		HitRatio:               float64(ptr.Deref(a.HitRatioPercent, 0)) / 100,
 		Up:                     time.Duration(ptr.Deref(a.ScaleUpSeconds, 60)) * time.Second,
 		Down:                   time.Duration(ptr.Deref(a.ScaleDownSeconds, 600)) * time.Second,
-	}, true
+	}
 }
 
 // Decision is a step and why: To is the size to take now (the size

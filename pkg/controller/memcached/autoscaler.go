@@ -87,7 +87,8 @@ func (a *Autoscaler) NeedLeaderElection() bool { return true }
 // Poll reads every autoscaled Memcached's pods once, and steps where due.
 func (a *Autoscaler) Poll(ctx context.Context) {
 	var list cachev1alpha1.MemcachedList
-	if err := a.Client.List(ctx, &list); err != nil {
+	// Read only: no copy of every Memcached of the cache each poll.
+	if err := a.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Cannot list the Memcacheds to autoscale")
 		return
 	}
@@ -127,7 +128,7 @@ func (a *Autoscaler) stateOf(key types.NamespacedName) *autoscaled {
 
 // poll reads m's pods, decides, and steps.
 func (a *Autoscaler) poll(ctx context.Context, m *cachev1alpha1.Memcached, st *autoscaled) {
-	p, _ := autoscale.PolicyOf(m)
+	p := autoscale.PolicyOf(m.Spec.Autoscaling)
 	now := a.now()
 	size := desired.Replicas(m)
 	if size != st.size {
