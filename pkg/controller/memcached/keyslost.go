@@ -1,11 +1,14 @@
 package memcached
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/discovery"
+	"github.com/example/memcached-operator/pkg/owned"
 )
 
 // eventKeysLost (Warning): a slot's pod went without handing its keys off.
@@ -47,6 +50,36 @@ func (s *scope) tellKeysLost(published, next discovery.Cluster) {
 					p.Name, old, n.IP)
 			}
 		}
+	}
+}
+
+// tellHandOffsLost records a Warning event, once per slot and address,
+// for each slot being handed off (it leaves the membership of from for
+// to: its pod gone, being deleted, or the one the rollout replaces) whose
+// pod ended the copy step without saying it copied its keys (said): a pod
+// deleted with no grace period is gone before its copy, its keys with it.
+func (s *scope) tellHandOffsLost(from, to discovery.Cluster, said stepReports) {
+	pods := map[string]*owned.Pod{}
+	for _, p := range s.obs.Pods {
+		pods[p.Name] = p
+	}
+	for _, n := range from.Nodes {
+		name, pod := podOf(n), pods[podOf(n)]
+		handingOff := pod == nil || pod.Deleting || n.Host == s.handOff
+		if listsSlot(to, n.Host) || !handingOff || slices.Contains(said.done, name) {
+			continue
+		}
+		key := keysLostKey{memcached: types.NamespacedName{Namespace: s.m.Namespace, Name: s.m.Name}, host: n.Host, addr: n.IP}
+		if _, told := s.toldKeysLost.LoadOrStore(key, true); told {
+			continue
+		}
+		slotKeysLost.WithLabelValues(s.m.Namespace, s.m.Name).Inc()
+		note, args := "Pod %s went before it handed its keys off (%s): the keys its slot held at %s are lost; the slot comes back empty", []any{name, said.of(name, moveStepBound), n.IP}
+		if pod == nil {
+			s.Recorder.Eventf(s.m, nil, corev1.EventTypeWarning, eventKeysLost, "Move", note, args...)
+			continue
+		}
+		s.podEvent(pod, corev1.EventTypeWarning, eventKeysLost, "Move", note, args...)
 	}
 }
 

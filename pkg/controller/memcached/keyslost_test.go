@@ -63,3 +63,42 @@ func counted(t *testing.T, c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// A slot being handed off whose pod ends the copy step without saying it
+// copied its keys (here deleted with no grace period: gone before its
+// copy) lost them: one Warning event says so, once, naming the pod, why
+// and its address, and the alert's counter counts it. A slot that leaves
+// with its pod's word, or leaves by a scale-down, is no such loss.
+func TestAHandOffEndedWithoutTheLeavingPodsWordIsToldToHaveLostItsKeys(t *testing.T) {
+	g := NewWithT(t)
+	node := func(k int, ip string) discovery.Node {
+		return discovery.Node{Host: desired.SlotHost("h", "ns", k), IP: ip, Port: 11211}
+	}
+	recorder := events.NewFakeRecorder(10)
+	s := &scope{Reconciler: &Reconciler{Recorder: recorder}, m: &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "h", Namespace: "ns"},
+		Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](4), KeyMoves: &cachev1alpha1.KeyMovesSpec{}}}}
+	pod := func(name string, deleting bool) *owned.Pod {
+		return &owned.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, IP: "10.0.0.9", Ready: true, Deleting: deleting}
+	}
+	// h-1 is gone; h-2 is being deleted and said it copied; h-3 leaves by a
+	// scale-down and said nothing.
+	s.obs.Pods = []*owned.Pod{pod("h-0", false), pod("h-2", true), pod("h-3", false)}
+	from := discovery.Cluster{Version: 5, Nodes: []discovery.Node{node(0, "10.0.0.1"), node(1, "10.0.0.2"), node(2, "10.0.0.3"), node(3, "10.0.0.4")}}
+	to := discovery.Cluster{Version: 6, Nodes: []discovery.Node{node(0, "10.0.0.1")}}
+	said := stepReports{failed: []string{"h-1 is not running"}, waiting: []string{"h-3"}, done: []string{"h-0", "h-2"}}
+	lost := slotKeysLost.WithLabelValues("ns", "h")
+	s.tellHandOffsLost(from, to, said)
+	g.Expect(recorder.Events).To(HaveLen(1))
+	g.Expect(<-recorder.Events).To(And(HavePrefix("Warning KeysLost "),
+		ContainSubstring("Pod h-1 went before it handed its keys off (h-1 is not running): the keys its slot held at 10.0.0.2 are lost")))
+	g.Expect(counted(t, lost)).To(Equal(1.0), "the alert's counter")
+	s.tellHandOffsLost(from, to, said)
+	g.Expect(recorder.Events).To(BeEmpty(), "told once")
+
+	// The slot the rollout hands off, silent past the bound.
+	s.handOff = node(3, "").Host
+	s.tellHandOffsLost(from, to, said)
+	g.Expect(recorder.Events).To(HaveLen(1))
+	g.Expect(<-recorder.Events).To(ContainSubstring("Pod h-3 went before it handed its keys off (no word in 5m0s from h-3)"))
+	g.Expect(counted(t, lost)).To(Equal(2.0))
+}

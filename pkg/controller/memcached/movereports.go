@@ -43,9 +43,10 @@ type stepReports struct {
 	waiting []string
 	failed  []string
 	// copied and removed are the keys the pods said they copied, removed;
-	// seconds the longest any took.
+	// seconds the longest any took; done the pods that said so.
 	copied, removed int
 	seconds         float64
+	done            []string
 }
 
 func (w stepReports) all() bool { return len(w.waiting) == 0 }
@@ -59,6 +60,17 @@ func (w stepReports) missing(bound time.Duration) string {
 		parts = append(parts, "failed: "+strings.Join(w.failed, "; "))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// of is what the pod name said, or why it said nothing, when it did not
+// say it was done.
+func (w stepReports) of(name string, bound time.Duration) string {
+	for _, f := range w.failed {
+		if f == name+" is not running" || strings.HasPrefix(f, name+": ") {
+			return f
+		}
+	}
+	return fmt.Sprintf("no word in %s from %s", bound, name)
 }
 
 // readStepReports reads what the discovery container of each pod of c said of
@@ -101,6 +113,7 @@ func (s *scope) readStepReports(ctx context.Context, p move.Plan, step string, c
 			w.copied += said.Copied
 			w.removed += said.Removed + said.Invalidated + said.Uncopied
 			w.seconds = max(w.seconds, said.Seconds)
+			w.done = append(w.done, pod.Name)
 		}
 	}
 	return w, nil

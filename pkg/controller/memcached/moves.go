@@ -221,11 +221,12 @@ func (s *scope) moveStep(ctx context.Context, st membershipState, target discove
 	p := *st.plan
 	switch p.Step {
 	case move.StepCopy:
-		_, done, err := s.awaitPods(ctx, p, move.StepCopy, st.from, podlog.CopiedMessage,
+		said, done, err := s.awaitPods(ctx, p, move.StepCopy, st.from, podlog.CopiedMessage,
 			fmt.Sprintf("Publishing %d slots with keys not all copied (%%s): their clients miss them", len(st.to.Nodes)))
 		if err != nil || !done {
 			return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, err
 		}
+		s.tellHandOffsLost(st.from, st.to, said)
 		p.Step, p.Stepped = move.StepPublished, now
 		to := st.to
 		if to.Version <= st.published.Version {
