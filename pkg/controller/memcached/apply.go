@@ -160,7 +160,8 @@ func (s *scope) whoChanged(ctx context.Context, k ownedKind, current *owned.Summ
 // applied): the apiserver does not keep what the operator sends as sent.
 // Most often it drops fields that its Kubernetes version does not serve, or
 // serves behind a feature gate that is off (matchLabelKeys of pod affinity
-// terms before 1.31, for one). The store learns it, so that the same apply
+// terms before 1.31, for one), or an admission policy or webhook removes
+// them. The store learns it, so that the same apply
 // is not sent again at every resync, and the fields are named in a Warning
 // event: they have no effect in this cluster. The object is read to name
 // them, once: the answer to the apply, decoded over what was sent, cannot
@@ -181,7 +182,7 @@ func (s *scope) learnNotKept(ctx context.Context, k ownedKind, current *owned.Su
 	ctrl.LoggerFrom(ctx).Info("The apiserver keeps the object otherwise than applied", "kind", k.Kind, "fieldsNotKept", fields)
 	fieldsNotKept.WithLabelValues(string(k.Kind)).Inc()
 	s.Recorder.Eventf(s.m, current, corev1.EventTypeWarning, eventFieldsNotKept, "Apply",
-		"The apiserver did not keep fields the operator set on %s %s as set; they have no effect in this cluster, whose Kubernetes version does not serve them or has their feature gate off: %s",
+		"The apiserver did not keep fields the operator set on %s %s as set; they have no effect in this cluster (its Kubernetes version does not serve them or has their feature gate off, or an admission policy or webhook removes them): %s",
 		k.Kind, current.Name, strings.Join(fields, ", "))
 	return nil
 }
