@@ -2,6 +2,8 @@ package move
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -88,6 +90,17 @@ func Servers(c discovery.Cluster) []string {
 		s[i] = Server(n)
 	}
 	return s
+}
+
+// MembersDigest names the slots of c and their addresses, in slot order,
+// whatever c's version: two memberships of the same digest give every key
+// the same slot, at the same address.
+func MembersDigest(c discovery.Cluster) string {
+	h := sha256.New()
+	for _, n := range c.Nodes {
+		fmt.Fprintf(h, "%s=%s\n", Server(n), n.IP)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // Follower runs in each pod of a Memcached (the discovery container) and

@@ -54,6 +54,10 @@ type Leaver struct {
 	// if 0).
 	Dir  string
 	Poll time.Duration
+
+	// members is the digest of the membership left, which each report
+	// names (MembersDigest).
+	members string
 }
 
 // Run waits until both preStop hooks ask for a hand-off (the pod is being
@@ -85,6 +89,7 @@ func (l *Leaver) HandOff(ctx context.Context) {
 		l.report(podlog.Step{Msg: podlog.FailedMessage, Error: err.Error()})
 		return
 	}
+	l.members = MembersDigest(from)
 	self, ok := f.self(from)
 	if !ok || len(from.Nodes) < 2 {
 		// Not a slot clients reach (handed off already, or leaving on a
@@ -145,7 +150,7 @@ func (l *Leaver) takeBack(ctx context.Context, mover *Mover, ledger Ledger, vers
 
 // report writes r as a hand-off's step.
 func (l *Leaver) report(r podlog.Step) {
-	r.Step = HandOffStep
+	r.Step, r.Members = HandOffStep, l.members
 	level := slog.LevelInfo
 	if r.Failed() {
 		level = slog.LevelError

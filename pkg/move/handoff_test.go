@@ -181,6 +181,12 @@ func TestALeavingSlotHandsItsKeysOff(t *testing.T) {
 	if copied.Copied != len(leaving) {
 		t.Fatalf("copied %d of the slot's %d keys", copied.Copied, len(leaving))
 	}
+	// The report names the membership left by its members, which the
+	// operator matches when its published version is newer (a mounted
+	// membership lagging) but its members the same.
+	if copied.Members != move.MembersDigest(s.from) {
+		t.Fatalf("the report names the members %q, not the membership left's %q", copied.Members, move.MembersDigest(s.from))
+	}
 	// A client still on the old membership rewrites a key after its copy.
 	rewritten := leaving[0]
 	s.set(t, s.before, rewritten, "newer")

@@ -1,6 +1,7 @@
 package move_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -27,4 +28,25 @@ func TestAPlanReadsBackAsPublished(t *testing.T) {
 	g.Expect(gotTo).To(Equal(to))
 	_, _, _, err = move.ParsePlan([]byte(`{"id":4,"from":"not a membership"}`))
 	g.Expect(err).To(MatchError(ContainSubstring("from")))
+}
+
+// Two memberships of the same slots at the same addresses have one
+// digest, whatever their versions; another address or another slot gives
+// another.
+func TestTheMembersDigestNamesSlotsAndAddresses(t *testing.T) {
+	node := func(k int, ip string) discovery.Node {
+		return discovery.Node{Host: fmt.Sprintf("c-%d.c.ns.svc", k), IP: ip, Port: 11211}
+	}
+	a := discovery.Cluster{Version: 3, Nodes: []discovery.Node{node(0, "10.0.0.1"), node(1, "10.0.0.2")}}
+	same := discovery.Cluster{Version: 9, Nodes: []discovery.Node{node(0, "10.0.0.1"), node(1, "10.0.0.2")}}
+	moved := discovery.Cluster{Version: 9, Nodes: []discovery.Node{node(0, "10.0.0.1"), node(1, "10.0.0.5")}}
+	grown := discovery.Cluster{Version: 9, Nodes: []discovery.Node{node(0, "10.0.0.1"), node(1, "10.0.0.2"), node(2, "10.0.0.3")}}
+	if move.MembersDigest(a) != move.MembersDigest(same) {
+		t.Errorf("versions 3 and 9 of the same members differ")
+	}
+	for _, other := range []discovery.Cluster{moved, grown} {
+		if move.MembersDigest(a) == move.MembersDigest(other) {
+			t.Errorf("%v and %v have one digest", a.Nodes, other.Nodes)
+		}
+	}
 }

@@ -32,14 +32,33 @@ type Step struct {
 	Uncopied    int `json:"uncopied,omitempty"`
 
 	Seconds float64 `json:"seconds,omitempty"`
+
+	// Of a hand-off: the digest of the membership it leaves (package
+	// move's MembersDigest: its slots and their addresses), which names
+	// where its keys were copied to, whatever that membership's version.
+	Members string `json:"members,omitempty"`
 }
 
 // LastStep is the key mover's last report in log of step of move id:
 // its success (a report with msg) or its failure (FailedMessage). ok is
 // false when it has reported neither (yet).
 func LastStep(log []byte, id int64, step, msg string) (last Step, ok bool) {
+	return lastStep(log, step, msg, func(s Step) bool { return s.Move == id })
+}
+
+// LastHandOff is LastStep of a hand-off (step) of the membership id, or of
+// a membership of another version with the same members (their digest):
+// a pod whose mounted membership lags behind the one published (the
+// kubelet updates a volume up to a minute or more after its source) leaves
+// an older version, which sends its keys where id does when its slots and
+// their addresses are the same.
+func LastHandOff(log []byte, id int64, members, step, msg string) (last Step, ok bool) {
+	return lastStep(log, step, msg, func(s Step) bool { return s.Move == id || (members != "" && s.Members == members) })
+}
+
+func lastStep(log []byte, step, msg string, of func(Step) bool) (last Step, ok bool) {
 	for s := range Lines[Step](log) {
-		if s.Move == id && s.Step == step && (s.Msg == msg || s.Msg == FailedMessage) {
+		if of(s) && s.Step == step && (s.Msg == msg || s.Msg == FailedMessage) {
 			last, ok = s, true
 		}
 	}

@@ -101,8 +101,10 @@ func (s *scope) readStepReports(ctx context.Context, p move.Plan, step string, c
 		}
 		said, ok := podlog.LastStep(log, p.ID, step, msg)
 		if handingOff {
-			// Its hand-off's copy, of the keys of the membership it left.
-			said, ok = podlog.LastStep(log, c.Version, move.HandOffStep, msg)
+			// Its hand-off's copy, of the keys of the membership it left:
+			// c, or an older version of c's members, where its mounted
+			// membership lagged.
+			said, ok = podlog.LastHandOff(log, c.Version, move.MembersDigest(c), move.HandOffStep, msg)
 		}
 		switch {
 		case !ok:
