@@ -148,35 +148,81 @@ func (m *Mover) Copy(ctx context.Context, server string, after *ring.Ring) (Copy
 // res.
 func (m *Mover) copyTo(ctx context.Context, conns conns, server string, byOwner map[string][]string, res *CopyResult) error {
 	for owner, leaving := range byOwner {
-		for batch := range chunks(leaving, m.batch()) {
-			if err := m.wait(ctx, len(batch)); err != nil {
-				return err
-			}
-			src, err := conns.get(ctx, m, server)
-			if err != nil {
-				return err
-			}
-			items, err := src.get(m.deadline(), batch)
-			if err != nil {
-				return fmt.Errorf("reading from %s: %w", server, err)
-			}
-			res.Gone += len(batch) - len(items)
-			dst, err := conns.get(ctx, m, owner)
-			if err != nil {
-				return err
-			}
-			cas, err := dst.add(m.deadline(), items)
-			if err != nil {
-				return fmt.Errorf("writing to %s: %w", owner, err)
-			}
-			for i, it := range items {
-				if cas[i] == 0 {
-					res.Present++
-					continue
+		src, err := conns.get(ctx, m, server)
+		if err != nil {
+			return err
+		}
+		dst, err := conns.get(ctx, m, owner)
+		if err != nil {
+			return err
+		}
+		if err := m.copyBatches(ctx, src, dst, server, owner, leaving, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read is a batch of keys read from the server that holds them: how many
+// were asked for, and the items it still held.
+type read struct {
+	asked int
+	items []item
+	err   error
+}
+
+// copyBatches copies keys from src (server) to dst (their owner) in
+// batches, the next batch read while the last is added: each of a batch's
+// keys is read before it is added, as one after the other, and the two
+// connections' round trips overlap (over TLS, each add of a batch waits
+// for its answer: recordBudget).
+func (m *Mover) copyBatches(ctx context.Context, src, dst *conn, server, owner string, keys []string, res *CopyResult) (err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	reads := make(chan read, 1)
+	go func() {
+		defer close(reads)
+		for batch := range chunks(keys, m.batch()) {
+			r := read{asked: len(batch)}
+			if r.err = m.wait(ctx, len(batch)); r.err == nil {
+				if r.items, r.err = src.get(m.deadline(), batch); r.err != nil {
+					r.err = fmt.Errorf("reading from %s: %w", server, r.err)
 				}
-				res.Copied++
-				res.Ledger[it.key] = Copied{To: owner, FromCAS: it.cas, ToCAS: cas[i], Sum: it.sum()}
 			}
+			select {
+			case reads <- r:
+			case <-ctx.Done():
+				return
+			}
+			if r.err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		if err != nil {
+			// A failed add stops the reads: the one under way ends at once.
+			_ = src.SetDeadline(time.Now())
+		}
+		for range reads {
+		}
+	}()
+	for r := range reads {
+		if r.err != nil {
+			return r.err
+		}
+		res.Gone += r.asked - len(r.items)
+		var cas []uint64
+		if cas, err = dst.add(m.deadline(), r.items); err != nil {
+			return fmt.Errorf("writing to %s: %w", owner, err)
+		}
+		for i, it := range r.items {
+			if cas[i] == 0 {
+				res.Present++
+				continue
+			}
+			res.Copied++
+			res.Ledger[it.key] = Copied{To: owner, FromCAS: it.cas, ToCAS: cas[i], Sum: it.sum()}
 		}
 	}
 	return nil
