@@ -47,6 +47,10 @@ export GOTOOLCHAIN := auto
 # them build without cgo (nothing here needs it).
 export CGO_ENABLED := 0
 GO_TEST_FLAGS ?=
+# How many of the end-to-end stories that touch only their own namespaces
+# run at once (e2e/main_test.go); the others run one at a time.
+E2E_PARALLEL ?= 3
+export E2E_PARALLEL
 
 .DEFAULT_GOAL := help
 
@@ -97,7 +101,7 @@ verify: generate manifests chart bundle ## Regenerate everything and fail on any
 	@$(MAKE) --no-print-directory lint
 
 .PHONY: test
-test: k8s-binaries build helm clients $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run all tests: unit, integration (real kube-apiserver, local cluster) and end-to-end (with a real node).
+test: k8s-binaries build clients $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites) ## Run all tests: unit, integration (real kube-apiserver, local cluster) and end-to-end (with a real node).
 	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" hack/test.sh
 	$(if $(filter 0,$(E2E_REAL_NODE)),,$(MAKE) --no-print-directory bench-cache-check)
 
@@ -122,7 +126,7 @@ test-integration: k8s-binaries build helm clients promtool ## Run the unit and i
 
 .PHONY: test-e2e
 test-e2e: k8s-binaries build helm $(if $(filter 0,$(E2E_REAL_NODE)),,real-node-prerequisites scorecard-prerequisites) ## Run the end-to-end suite (E2E_PROVIDER=local|kind|existing; local by default, with a real node).
-	go test -tags e2e -count=1 -timeout 40m $(GO_TEST_FLAGS) ./e2e/... $(if $(E2E_ARGS),-args $(E2E_ARGS))
+	go test -tags e2e -count=1 -timeout 40m -parallel $(E2E_PARALLEL) $(GO_TEST_FLAGS) ./e2e/... $(if $(E2E_ARGS),-args $(E2E_ARGS))
 
 .PHONY: test-compat
 test-compat: build helm real-node-prerequisites scorecard-prerequisites ## Run the CRD, controller and install tests, and the container stories, on each older Kubernetes version claimed (hack/test-compat.sh; CONTAINERS=0: control plane only).

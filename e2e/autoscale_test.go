@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +35,7 @@ const (
 // a Scaled event and a move of keys, and the keys written after the load
 // all kept through the step down, none stale.
 func TestACacheSizesItselfOnItsOwnSignals(t *testing.T) {
+	t.Parallel()
 	var ns string
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "sizing"} }
 	rc := &ringClient{}
@@ -55,12 +57,11 @@ func TestACacheSizesItselfOnItsOwnSignals(t *testing.T) {
 			return ctx
 		}).
 		Assess("a load that evicts read items adds a slot", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			stop, done := make(chan struct{}), make(chan int)
-			go evictingLoad(t, rc, endpoints(t, cfg), stop, done)
+			halt := startEvictingLoad(t, rc, endpoints(t, cfg))
+			defer halt() // also when the wait below fails: what the load met is logged
 			start := time.Now()
 			m := sizedTo(t, cfg, key(), 2, 3*time.Minute)
-			close(stop)
-			t.Logf("grown to 2 slots %s after the load began (%d sets and gets): %s", time.Since(start).Round(time.Second), <-done, m.Status.Autoscaling.LastScale)
+			t.Logf("grown to 2 slots %s after the load began: %s", time.Since(start).Round(time.Second), m.Status.Autoscaling.LastScale)
 			g := NewWithT(t)
 			g.Expect(m.Status.Autoscaling.LastScale).To(ContainSubstring("scaled from 1 to 2 slots: "))
 			g.Expect(m.Status.Autoscaling.LastScale).To(ContainSubstring("evictions of read items a minute per slot, over the target of 60"))
@@ -104,16 +105,20 @@ func TestACacheSizesItselfOnItsOwnSignals(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-// evictingLoad sets keys of 1 KiB in turn through rc, following the
+// startEvictingLoad sets keys of 1 KiB in turn through rc, following the
 // membership every second, and reads each a moment after, so that the
-// items memcached evicts have been read, until stop; it sends how many
-// keys it set on done.
-func evictingLoad(t *testing.T, rc *ringClient, endpoints func() []string, stop chan struct{}, done chan int) {
-	value := strings.Repeat("x", 1024)
-	polled, n := time.Now(), 0
-	defer func() { done <- n }()
-	for {
-		for i := range loadKeys {
+// items memcached evicts have been read, until the function it returns is
+// called; that logs how many sets succeeded, how many failed, and the
+// first failure.
+func startEvictingLoad(t *testing.T, rc *ringClient, endpoints func() []string) (halt func()) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	var sets, failed int
+	var first error
+	go func() {
+		defer close(done)
+		value := strings.Repeat("x", 1024)
+		polled := time.Now()
+		for i := 0; ; i = (i + 1) % loadKeys {
 			select {
 			case <-stop:
 				return
@@ -125,14 +130,26 @@ func evictingLoad(t *testing.T, rc *ringClient, endpoints func() []string, stop 
 				}
 				polled = time.Now()
 			}
-			k := fmt.Sprintf("load-%d", i)
-			if rc.set(k, value) == nil {
-				n++
+			if err := rc.set(fmt.Sprintf("load-%d", i), value); err != nil {
+				failed++
+				if first == nil {
+					first = err
+				}
+			} else {
+				sets++
 			}
 			if i >= 10 {
 				_, _ = rc.get(fmt.Sprintf("load-%d", i-10))
 			}
 		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(stop)
+			<-done
+			t.Logf("the load set %d keys, %d sets failed (the first: %v)", sets, failed, first)
+		})
 	}
 }
 

@@ -221,6 +221,7 @@ func endpointsReady(t *testing.T, c client.Client, key client.ObjectKey, size in
 // a name that cluster DNS resolves to the headless Service's pod. memcached
 // really runs.
 func TestMemcachedServes(t *testing.T) {
+	t.Parallel()
 	var ns string
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "cache"} }
 	f := features.New("memcached serves").WithLabel("needs", "containers").
@@ -245,6 +246,7 @@ func TestMemcachedServes(t *testing.T) {
 // The spec's memory, connection and thread settings are what memcached
 // itself reports.
 func TestMemcachedSettings(t *testing.T) {
+	t.Parallel()
 	var ns string
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "tuned"} }
 	f := features.New("memcached runs with the spec's settings").WithLabel("needs", "containers").
@@ -413,6 +415,7 @@ done`, host, port, size)
 // Service. The local cluster has no ServiceMonitor CRD: the Memcached says
 // so in its Monitored condition and an event, and serves all the same.
 func TestExporterReportsMetrics(t *testing.T) {
+	t.Parallel()
 	var ns string
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "metered"} }
 	f := features.New("the exporter reports memcached's metrics").WithLabel("needs", "containers").
@@ -461,6 +464,7 @@ func TestExporterReportsMetrics(t *testing.T) {
 // A Memcached in a namespace that enforces the restricted Pod Security
 // Standard runs: its pods are admitted and serve.
 func TestRestrictedNamespace(t *testing.T) {
+	t.Parallel()
 	var ns string
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "cache"} }
 	f := features.New("restricted namespace").WithLabel("needs", "containers").
@@ -490,6 +494,7 @@ func TestRestrictedNamespace(t *testing.T) {
 // Memcached reports it: not Available, no ready pod; then Available again.
 // (Degraded stays False: a restarted pod is not a stalled rollout.)
 func TestContainerKilledIsReported(t *testing.T) {
+	t.Parallel()
 	var ns string
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "fragile"} }
 	f := features.New("a killed memcached is restarted and reported").WithLabel("needs", "containers").

@@ -31,6 +31,7 @@ import (
 // every slot is evicted, every key is an evicted slot's: at least 95% of
 // them hold their last value afterwards, and none an older one.
 func TestADrainHandsEachSlotsKeysOver(t *testing.T) {
+	t.Parallel()
 	s := newHandingOff("drained")
 	key, rc, latest, endpoints := s.key, s.rc, s.latest, s.endpoints
 	f := s.feature("a drain hands each slot's keys over").

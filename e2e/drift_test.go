@@ -21,6 +21,7 @@ import (
 // A person changes the StatefulSet by hand: the operator puts back what it
 // owns and keeps what it does not.
 func TestDrift(t *testing.T) {
+	t.Parallel()
 	var ns string
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "cache"} }
 

@@ -63,6 +63,7 @@ func reachFromPod(t *testing.T, cfg *envconf.Config, pod *corev1.Pod, name, scri
 // reached, a memcached of another Memcached, with no policy of its own, is
 // not.
 func TestNetworkPolicyLimitsWhatThePodsSend(t *testing.T) {
+	t.Parallel()
 	f := features.New("a NetworkPolicy limits what the pods send").WithLabel("needs", "containers").
 		Assess("from a pod: its peer is reached, another Memcached's pod is not", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			if provider != "local" {

@@ -27,6 +27,7 @@ import (
 // subresource, and a policy tool labels the StatefulSet. Nobody conflicts
 // and nobody's fields move.
 func TestGitOpsCoOwnership(t *testing.T) {
+	t.Parallel()
 	var ns string
 	appliers := []string{"argocd-controller", "kustomize-controller"}
 	// shared is applied by both appliers, with the same intent.

@@ -32,6 +32,7 @@ import (
 // every slot restarted empty (its event says its keys come back), and the
 // status never said that caches would be lost.
 func TestAMemoryLimitChangeHandsTheKeysOver(t *testing.T) {
+	t.Parallel()
 	s := newHandingOff("handing")
 	key, rc, latest, endpoints := s.key, s.rc, s.latest, s.endpoints
 	f := s.feature("a memory limit change hands the keys over").

@@ -20,6 +20,7 @@ import (
 
 // GitOps tools judge health with kstatus and kubectl wait.
 func TestHealthAsGitOpsToolsSeeIt(t *testing.T) {
+	t.Parallel()
 	var ns string
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "cache"} }
 

@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -402,4 +404,31 @@ func versionsAtRest(g Gomega, c client.Client, ns string, names []string) map[st
 	}
 	out["events"] = fmt.Sprint(n)
 	return out
+}
+
+// builtBeside waits, under make test, for the lane beside the suite to
+// have built what a story needs and only it needs (hack/test.sh: the file
+// what in the folder $BUILT_BESIDE, or what.failed): "helm", Helm;
+// "scorecard", operator-sdk and the scorecard's images. Outside make test
+// the target that runs the suite built them first.
+func builtBeside(t *testing.T, what string) {
+	t.Helper()
+	dir := os.Getenv("BUILT_BESIDE")
+	if dir == "" {
+		return
+	}
+	ready := filepath.Join(dir, what)
+	deadline := time.Now().Add(20 * time.Minute)
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			return
+		}
+		if _, err := os.Stat(ready + ".failed"); err == nil {
+			t.Fatalf("the lane beside the suite failed to build %s: see its log", what)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lane beside the suite did not build %s within 20 minutes (no %s)", what, ready)
+		}
+		time.Sleep(time.Second)
+	}
 }

@@ -31,6 +31,7 @@ import (
 // reads. Before, nothing was published for good, and every operation of
 // the client failed.
 func TestALateSlotKeepsNoClientFromTheOthers(t *testing.T) {
+	t.Parallel()
 	var ns string
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "late"} }
 	f := features.New("a late slot keeps no client from the others").WithLabel("needs", "containers").

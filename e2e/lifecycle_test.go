@@ -24,6 +24,7 @@ import (
 
 // A user creates a cache, scales it two ways, changes its image and deletes it.
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	var ns string
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "cache"} }
 

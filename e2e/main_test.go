@@ -18,6 +18,15 @@
 //   - "existing": the cluster of --kubeconfig or $KUBECONFIG; the operator
 //     runs as a host process unless E2E_OPERATOR_DEPLOYED=true; the
 //     needs=containers features run only with E2E_CONTAINERS=true.
+//
+// A story that touches nothing but its own namespaces, and measures
+// nothing of the operator's process (its requests, its memory), calls
+// t.Parallel: those run after every other story, as many at once as
+// go test's -parallel allows (hack/test.sh sets it), since they mostly wait
+// on the real node and the apiserver. The others run one at a time and
+// alone: those that stop, kill or stand aside the host operator, stop a
+// component of the cluster, count the operator's requests or memory, or
+// load the node on purpose (a flood; a client timing every pod's answers).
 package e2e
 
 import (

@@ -306,6 +306,7 @@ func discoveryEndpoints(t *testing.T, cfg *envconf.Config, key client.ObjectKey)
 // last one written, and the leaving pod is removed only once its keys have
 // moved.
 func TestAScaleMovesTheKeys(t *testing.T) {
+	t.Parallel()
 	var ns string
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "moving"} }
 	rc := &ringClient{}

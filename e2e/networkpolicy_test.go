@@ -102,6 +102,7 @@ const refusedByTheNetwork = `(?s)^closed: .*(Connection refused|timed out)`
 // exporter's; turning the policy off opens it again. The
 // real node enforces NetworkPolicies with kube-router (docs/real-node.md).
 func TestNetworkPolicyAdmitsOnlyItsClients(t *testing.T) {
+	t.Parallel()
 	var ns, outside, monitoring, cacheAddr, metricsURL string
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "fenced"} }
 	web := map[string]string{"app": "web"}

@@ -54,6 +54,9 @@ func TestHelmChartRunsTheOperator(t *testing.T) {
 			if provider != "local" {
 				t.Skip("kind deploys the operator in the cluster for the whole suite")
 			}
+			start := time.Now()
+			builtBeside(t, "helm")
+			t.Logf("waited %s for Helm's build", time.Since(start).Round(time.Second))
 			watched, other = namespace(t, cfg, "helm-watched"), namespace(t, cfg, "helm-other")
 			helm := func(args ...string) (string, error) {
 				cmd := exec.CommandContext(context.Background(), repo.Path("bin", "helm"), append([]string{"--kubeconfig", cfg.KubeconfigFile()}, args...)...)
@@ -75,7 +78,7 @@ tolerations: [{key: %q, operator: Exists, effect: NoSchedule}]
 `, repository, tag, watched, realNodeLabel, realNodeTaint)
 			file := filepath.Join(t.TempDir(), "values.yaml")
 			NewWithT(t).Expect(os.WriteFile(file, []byte(values), 0o644)).To(Succeed())
-			start := time.Now()
+			start = time.Now()
 			out, err := helm("install", release, repo.Path("manifests", "charts", "memcached-operator"),
 				"--namespace", system, "--create-namespace", "--values", file, "--wait", "--timeout", "3m")
 			if err != nil {

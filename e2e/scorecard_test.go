@@ -33,6 +33,7 @@ var scorecardTests = []string{
 // the real node; and fails on a copy of the bundle whose CSV lost its spec
 // descriptors, the olm-spec-descriptors test naming what is missing.
 func TestTheBundlePassesTheScorecard(t *testing.T) {
+	t.Parallel()
 	f := features.New("the OLM bundle passes operator-sdk scorecard").WithLabel("needs", "containers").
 		Assess("every test of the bundle's config passes", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			if provider != "local" {
@@ -40,7 +41,7 @@ func TestTheBundlePassesTheScorecard(t *testing.T) {
 			}
 			g := NewWithT(t)
 			start := time.Now()
-			scorecardReady(t)
+			builtBeside(t, "scorecard")
 			t.Logf("waited %s for the scorecard's builds", time.Since(start).Round(time.Second))
 			out, err := scorecard(ctx, cfg, repo.Path("manifests", "bundle"))
 			g.Expect(err).NotTo(HaveOccurred(), out)
@@ -73,30 +74,6 @@ func TestTheBundlePassesTheScorecard(t *testing.T) {
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
-}
-
-// scorecardReady waits, under make test, for the lane beside the suite
-// to have built operator-sdk and the scorecard's images (hack/test.sh: the
-// file $SCORECARD_READY, or that name with .failed).
-func scorecardReady(t *testing.T) {
-	t.Helper()
-	ready := os.Getenv("SCORECARD_READY")
-	if ready == "" {
-		return
-	}
-	deadline := time.Now().Add(20 * time.Minute)
-	for {
-		if _, err := os.Stat(ready); err == nil {
-			return
-		}
-		if _, err := os.Stat(ready + ".failed"); err == nil {
-			t.Fatal("the scorecard's builds failed in the lane beside the suite: see its log")
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the scorecard's builds did not end within 20 minutes (no %s)", ready)
-		}
-		time.Sleep(time.Second)
-	}
 }
 
 // scorecard runs hack/scorecard.sh on the bundle folder dir against the

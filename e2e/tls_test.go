@@ -147,6 +147,7 @@ func authFile(user, password string) []byte { return []byte(user + ":" + passwor
 // a value on every pod; a plain-text client, a client without a
 // certificate and a client with a wrong password are refused.
 func TestTLSAndAuthentication(t *testing.T) {
+	t.Parallel()
 	var ns string
 	var ca *testcerts.CA
 	var clientPair testcerts.Pair
@@ -337,6 +338,7 @@ const secretsWithin = 30 * time.Second
 // first change until after the second; afterwards every pod presents the
 // new certificate and takes the new password only.
 func TestSecretRotationKeepsServing(t *testing.T) {
+	t.Parallel()
 	var ns string
 	var ca *testcerts.CA
 	const size, keys = 2, 200
@@ -487,6 +489,7 @@ func storeKeys(t *testing.T, addrs []string, s session, n int) func(session) int
 // clients, and the Secret's new certificate is of a CA its ca.crt does not
 // hold, so the reloader's own connection with it is refused.
 func TestAFailedReloadRestartsThePods(t *testing.T) {
+	t.Parallel()
 	var ns string
 	const size = 2
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "unreloadable"} }
@@ -578,6 +581,7 @@ func emittedOnce(t *testing.T, cfg *envconf.Config, key client.ObjectKey, reason
 // pods restart; afterwards a client certificate of the removed CA is
 // refused on every pod, and one of the new CA gets in.
 func TestARemovedCAIsNoLongerTrusted(t *testing.T) {
+	t.Parallel()
 	var ns string
 	var oldCA *testcerts.CA
 	const size = 2
@@ -671,6 +675,7 @@ func replacedAddresses(ctx context.Context, g Gomega, t *testing.T, c client.Cli
 // With TLS and client certificates required, the exporter scrapes memcached
 // over TLS with the pod's own certificate: memcached_up is 1.
 func TestExporterScrapesOverTLS(t *testing.T) {
+	t.Parallel()
 	var ns string
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "metered"} }
 	f := features.New("the exporter scrapes a TLS memcached").WithLabel("needs", "containers").
@@ -709,6 +714,7 @@ func TestExporterScrapesOverTLS(t *testing.T) {
 // leaves memcached serving the certificate it has, which clients still
 // accept.
 func TestAnExpiredCertificateIsNotServed(t *testing.T) {
+	t.Parallel()
 	var ns string
 	var ca *testcerts.CA
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "expiring"} }

@@ -37,6 +37,7 @@ const forgedKeys = 600
 // StatefulSet keeps its size, no pod reaches that address, the endpoints
 // serve the operator's membership, and every key stays where it was.
 func TestAForgedPlanMovesNothing(t *testing.T) {
+	t.Parallel()
 	var ns string
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "forged"} }
 	rc := &ringClient{}

@@ -33,6 +33,7 @@ import (
 // restores from the memory file on the pod's memory-backed volume. A
 // memcached killed outright saves nothing, and comes back empty.
 func TestAContainerRestartKeepsTheCache(t *testing.T) {
+	t.Parallel()
 	var ns string
 	key := func() client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "warm"} }
 	pod := func() types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: "warm-0"} }
@@ -128,6 +129,7 @@ func memcachedStatus(p *corev1.Pod) corev1.ContainerStatus {
 // smaller memory limit restarts memcached in the same pods, empty: the
 // status says so beforehand and an event per slot after.
 func TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache(t *testing.T) {
+	t.Parallel()
 	var ns string
 	var before []int
 	uids := map[string]types.UID{}

@@ -47,7 +47,7 @@ for v in "${versions[@]}"; do
   timed "${v} CRD, controller and install tests" go test -tags integration -count=1 "${flags[@]}" "${packages[@]}"
   if [[ "${CONTAINERS}" == 1 ]]; then
     timed "${v} kubelet and kube-proxy built" hack/build-cluster.sh node
-    timed "${v} end-to-end suite with a real node" go test -tags e2e -count=1 -timeout 40m "${flags[@]}" ./e2e/...
+    timed "${v} end-to-end suite with a real node" go test -tags e2e -count=1 -timeout 40m -parallel "${E2E_PARALLEL:-3}" "${flags[@]}" ./e2e/...
   fi
 done
 unset KUBE_VERSION KUBEBUILDER_ASSETS
