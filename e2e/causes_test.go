@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +103,9 @@ func TestCausesAreNamed(t *testing.T) {
 				g.Expect(k.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": key.Name})).To(Succeed())
 				for _, p := range pods.Items {
 					if p.DeletionTimestamp == nil {
-						g.Expect(p.Status.ContainerStatuses[0].RestartCount).To(BeZero(), "pod %s restarted", p.Name)
+						i := slices.IndexFunc(p.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == desired.ContainerName })
+						g.Expect(i).To(BeNumerically(">=", 0), "pod %s's memcached container status", p.Name)
+						g.Expect(p.Status.ContainerStatuses[i].RestartCount).To(BeZero(), "pod %s's memcached restarted", p.Name)
 					}
 				}
 			}).WithTimeout(5 * time.Second).WithPolling(poll).Should(Succeed())

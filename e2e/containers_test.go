@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -514,7 +515,11 @@ func TestContainerKilledIsReported(t *testing.T) {
 			g.Expect(c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(desired.SelectorLabels(m)))).To(Succeed())
 			g.Expect(pods.Items).To(HaveLen(1))
 			pod := pods.Items[0]
-			id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
+			// memcached's container: the kubelet lists the statuses by name,
+			// and the discovery container's comes first.
+			i := slices.IndexFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == desired.ContainerName })
+			g.Expect(i).To(BeNumerically(">=", 0), "memcached's container status")
+			id := strings.TrimPrefix(pod.Status.ContainerStatuses[i].ContainerID, "containerd://")
 
 			// Watch the Memcached from before the kill, so no status is missed.
 			w, err := c.Watch(ctx, &cachev1alpha1.MemcachedList{}, client.InNamespace(ns))
@@ -522,7 +527,11 @@ func TestContainerKilledIsReported(t *testing.T) {
 			defer w.Stop()
 
 			killContainer(ctx, g, id)
-			t.Logf("killed container %s of pod %s", id, pod.Name)
+			var order []string
+			for _, s := range pod.Status.ContainerStatuses {
+				order = append(order, s.Name)
+			}
+			t.Logf("killed memcached's container %s of pod %s (the kubelet lists %v)", id, pod.Name, order)
 
 			sawDown, sawBack := false, false
 			deadline := time.After(timeout)
@@ -550,7 +559,8 @@ func TestContainerKilledIsReported(t *testing.T) {
 				}
 			}
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(&pod), &pod)).To(Succeed())
-			g.Expect(pod.Status.ContainerStatuses[0].RestartCount).To(BeNumerically(">=", 1), "the kubelet restarted the container")
+			g.Expect(pod.Status.ContainerStatuses[i].Name).To(Equal(desired.ContainerName))
+			g.Expect(pod.Status.ContainerStatuses[i].RestartCount).To(BeNumerically(">=", 1), "the kubelet restarted memcached's container")
 			g.Expect(meta.IsStatusConditionFalse(mustGet(t, c, key()).Status.Conditions, cachev1alpha1.ConditionDegraded)).To(BeTrue())
 			return ctx
 		}).
