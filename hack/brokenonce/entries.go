@@ -121,4 +121,13 @@ var entries = []entry{
 	{"no window asked makes a pod count its working set more often than every 15 s", "pkg/autoscale/serve.go",
 		"max(seconds/4, int64(DumpFloor/time.Second))", "max(seconds/4, 1)",
 		"./pkg/autoscale", "", "TestTheCountIsAsFreshAsItsWindowNeeds"},
+	{"a hand-off that ended without the leaving pod's word is told to have lost its keys", "pkg/controller/memcached/keyslost.go",
+		"slices.Contains(said.done, name)", `slices.Contains(said.done, "")`,
+		"./pkg/controller/memcached", "", "TestAHandOffEndedWithoutTheLeavingPodsWordIsToldToHaveLostItsKeys"},
+	{"a leaving pod's word of an older version of the same members counts", "pkg/controller/memcached/movereports.go",
+		"podlog.LastHandOff(log, c.Version, move.MembersDigest(c), move.HandOffStep, msg)", `podlog.LastHandOff(log, c.Version, "", move.HandOffStep, msg)`,
+		"./pkg/controller/memcached", "", "TestADeletedPodsHandOffIsWaitedFor"},
+	{"a field an admission policy drops is learned, and costs nothing at rest", "pkg/controller/memcached/apply.go",
+		"\ts.Owned.RememberNotKept(current, applied)", "\t_ = applied",
+		"./pkg/controller/memcached", "integration", "TestEverySpecFieldConvergesAndRests"},
 }
