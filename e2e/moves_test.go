@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -54,7 +55,9 @@ type ringClient struct {
 }
 
 // follow sets the client's servers from the membership any of addrs'
-// endpoints serves.
+// endpoints serves. An empty membership (a pod not yet told the one its
+// operator published) is an error and keeps the servers the client had, as
+// a client should rather than lose every server.
 func (rc *ringClient) follow(addrs []string) error {
 	var last error
 	for _, a := range addrs {
@@ -68,6 +71,10 @@ func (rc *ringClient) follow(addrs []string) error {
 		conn.Close()
 		if err != nil {
 			last = err
+			continue
+		}
+		if len(c.Nodes) == 0 {
+			last = fmt.Errorf("%s serves an empty membership (version %d)", a, c.Version)
 			continue
 		}
 		r, err := ring.New(ring.Libmemcached, move.Servers(c))
@@ -94,20 +101,36 @@ func (rc *ringClient) follow(addrs []string) error {
 	return last
 }
 
-// server is the client of key's server now.
-func (rc *ringClient) server(key string) *memcache.Client {
+// server is the client of key's server now; an error before the client
+// has followed a membership.
+func (rc *ringClient) server(key string) (*memcache.Client, error) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	return rc.clients[rc.addr[rc.ring.Server(key)]]
+	if rc.ring == nil {
+		return nil, errors.New("no membership followed yet")
+	}
+	mc := rc.clients[rc.addr[rc.ring.Server(key)]]
+	if mc == nil {
+		return nil, fmt.Errorf("no server for %q in membership %d", key, rc.version)
+	}
+	return mc, nil
 }
 
 func (rc *ringClient) set(key, value string) error {
-	return rc.server(key).Set(&memcache.Item{Key: key, Value: []byte(value)})
+	mc, err := rc.server(key)
+	if err != nil {
+		return err
+	}
+	return mc.Set(&memcache.Item{Key: key, Value: []byte(value)})
 }
 
 // get is key's value, "" on a miss.
 func (rc *ringClient) get(key string) (string, error) {
-	it, err := rc.server(key).Get(key)
+	mc, err := rc.server(key)
+	if err != nil {
+		return "", err
+	}
+	it, err := mc.Get(key)
 	if err == memcache.ErrCacheMiss {
 		return "", nil
 	}
