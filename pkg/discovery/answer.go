@@ -26,14 +26,14 @@ func (s *Server) answer(ctx context.Context, conn net.Conn, words []string) bool
 		}
 		reply = []byte("VERSION " + v + "\r\n")
 	case "config get cluster":
-		body, err := s.membership()
+		body, err := s.served()
 		if err != nil {
 			reply = []byte("SERVER_ERROR " + err.Error() + "\r\n")
 			break
 		}
 		reply = fmt.Appendf(nil, "CONFIG cluster 0 %d\r\n%s\r\nEND\r\n", len(body), body)
 	case "get " + oldClusterKey:
-		body, err := s.membership()
+		body, err := s.served()
 		if err != nil {
 			reply = []byte("SERVER_ERROR " + err.Error() + "\r\n")
 			break
@@ -45,6 +45,24 @@ func (s *Server) answer(ctx context.Context, conn net.Conn, words []string) bool
 	}
 	_, err := conn.Write(reply)
 	return err == nil
+}
+
+// errUnpublished is the answer while nothing is published to serve.
+var errUnpublished = errors.New("no membership is published yet")
+
+// served is the membership to answer a client with. One that lists no
+// server (what the operator publishes for a new Memcached until its slots
+// are ready) is not served, but refused as unpublished: a client keeps the
+// servers it has and asks again, where an empty list would leave it none.
+func (s *Server) served() ([]byte, error) {
+	body, err := s.membership()
+	if err != nil {
+		return nil, err
+	}
+	if c, err := Parse(body); err == nil && len(c.Nodes) == 0 {
+		return nil, errUnpublished
+	}
+	return body, nil
 }
 
 // membership is the cluster's Body as the mounted file holds it, checked,
@@ -63,7 +81,7 @@ func (s *Server) membership() ([]byte, error) {
 	case serr == nil && seal.VouchesCluster(body):
 		s.sealed = body
 	case s.sealed == nil && (serr == nil || errors.Is(serr, ErrNoSeal)):
-		return nil, errors.New("no membership is published yet")
+		return nil, errUnpublished
 	case s.sealed == nil:
 		s.c.Log.Error("cannot read the seal", "error", serr.Error())
 		return nil, errors.New("the membership cannot be read")
@@ -79,7 +97,7 @@ func (s *Server) mounted() ([]byte, error) {
 	f, err := os.Open(s.c.Membership)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, errors.New("no membership is published yet")
+			return nil, errUnpublished
 		}
 		s.c.Log.Error("cannot read the membership", "error", err.Error())
 		return nil, errors.New("the membership cannot be read")

@@ -118,6 +118,14 @@ func TestTheEndpointAnswersAsElastiCache(t *testing.T) {
 	if got := exchange(t, conn, r, "config get cluster\r\n", end); got != "SERVER_ERROR no membership is published yet\r\n" {
 		t.Errorf("before any membership: %q", got)
 	}
+	// What the operator publishes for a new Memcached until its slots are
+	// ready lists no server: a client is told to ask again, not given none.
+	publish(t, path, discovery.Cluster{Version: 1})
+	for _, req := range []string{"config get cluster\r\n", "get AmazonElastiCache:cluster\r\n"} {
+		if got := exchange(t, conn, r, req, end); got != "SERVER_ERROR no membership is published yet\r\n" {
+			t.Errorf("%q of an empty membership: %q", req, got)
+		}
+	}
 	publish(t, path, three)
 	if got, want := exchange(t, conn, r, "version\r\n", oneLine), "VERSION 1.6.18\r\n"; got != want {
 		t.Errorf("version: got %q, want memcached's %q", got, want)
