@@ -30,7 +30,7 @@ const (
 func goalsOf(rows []measured, ops []operation) []goal {
 	throughput, latency := speedGoals(rows)
 	inPlace, moved := keyGoals(ops)
-	return []goal{throughput, latency, errorGoal(rows, ops), inPlace, moved}
+	return []goal{throughput, latency, errorGoal(rows, ops), inPlace, moved, moveLatencyGoal(ops)}
 }
 
 // speedGoals compare the throughput and p99 of a Memcached of size 1 with
@@ -131,6 +131,31 @@ func keyGoals(ops []operation) (inPlace, moved goal) {
 		moved.measure = strings.Join(scales, "; ")
 	}
 	return inPlace, moved
+}
+
+// maxMoveP99Ratio bounds the p99 of gets during a move against the p99 of
+// the same reads at rest just before it.
+const maxMoveP99Ratio = 2.0
+
+// moveLatencyGoal: the gets during a scale or a hand-off are not much
+// slower than at rest, though each pod copies keys meanwhile.
+func moveLatencyGoal(ops []operation) goal {
+	g := goal{name: fmt.Sprintf("the p99 of gets during a scale or a hand-off no worse than %.0fx the p99 at rest just before it", maxMoveP99Ratio), speed: true, met: true}
+	var each []string
+	for _, o := range ops {
+		if !o.moves || o.p99Rest <= 0 {
+			continue
+		}
+		g.checked = true
+		ratio := float64(o.p99) / float64(o.p99Rest)
+		name, _, _ := strings.Cut(o.name, " (")
+		each = append(each, fmt.Sprintf("%s: %s against %s, %.2fx", name, micro(o.p99), micro(o.p99Rest), ratio))
+		if ratio > maxMoveP99Ratio {
+			g.met = false
+		}
+	}
+	g.measure = strings.Join(each, "; ")
+	return g
 }
 
 // minMovedKept is the share of keys a scale keeps when the keys move.

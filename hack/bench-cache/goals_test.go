@@ -24,10 +24,13 @@ func TestGoalsAreCheckedAgainstTheRun(t *testing.T) {
 	b := row("(b) Memcached, size 1, defaults", false, 950, 1100*time.Microsecond, 0)
 	rotation := operation{name: "certificate rotation", keys: 100, inPlace: 100, kept: 100, pods: 3, podsAfter: 3}
 	rollout := operation{name: "image rollout", keys: 100, kept: 0, pods: 3, podsAfter: 3, replaced: 3, errors: 40}
-	scaleUp := operation{name: "scale 3 → 4", keys: 100, inPlace: 75, kept: 99, pods: 3, podsAfter: 4, moves: true}
+	scaleUp := operation{name: "scale 3 → 4", keys: 100, inPlace: 75, kept: 99, pods: 3, podsAfter: 4, moves: true, p99: 3 * time.Millisecond, p99Rest: 2 * time.Millisecond}
+	slowMove := scaleUp
+	slowMove.p99 = 5 * time.Millisecond
 	podDeleted := operation{name: "a pod deleted", keys: 100, inPlace: 66, kept: 66, pods: 3, podsAfter: 3, replaced: 1, errors: 12}
 	const errs, keep = "no client-visible error in a throughput row, nor on a slot whose pod stays untouched through an operation", "an operation keeps every key whose slot stays, with the same pod"
 	const moved = "a scale or a hand-off keeps at least 95% of the keys, with no stale value (spec.keyMoves)"
+	const moveP99 = "the p99 of gets during a scale or a hand-off no worse than 2x the p99 at rest just before it"
 
 	tests := []struct {
 		name  string
@@ -47,6 +50,8 @@ func TestGoalsAreCheckedAgainstTheRun(t *testing.T) {
 		{"a key lost though its slot stayed", nil, []operation{{name: "certificate rotation", keys: 100, inPlace: 100, kept: 99, pods: 3, podsAfter: 3}}, true, []string{keep}},
 		{"a stale value though its slot stayed", nil, []operation{{name: "operator upgrade", keys: 100, inPlace: 100, kept: 99, stale: 1, pods: 3, podsAfter: 3}}, true, []string{keep}},
 		{"a key lost with its slot's pod replaced: no goal", nil, []operation{podDeleted}, false, nil},
+		{"gets during a move too slow", nil, []operation{slowMove}, false, []string{moveP99}},
+		{"gets during a move too slow in a short run: reported, not held", nil, []operation{slowMove}, true, nil},
 		{"a scale that moves too few keys", nil, []operation{{name: "scale 3 → 4", keys: 100, inPlace: 75, kept: 80, pods: 3, podsAfter: 4, moves: true}}, true, []string{moved}},
 		{"a scale that reads a stale value", nil, []operation{{name: "scale 4 → 3", keys: 100, inPlace: 75, kept: 98, stale: 1, pods: 4, podsAfter: 3, moves: true}}, true, []string{keep, moved}},
 		// Measured and reported: the slot saves and restores meanwhile.
