@@ -43,6 +43,8 @@ type config struct {
 	memory bool
 	// autoscale: the autoscaling run only (autoscale.go).
 	autoscale bool
+	// only: the operations whose name contains one of these, if any.
+	only []string
 	// short: a quick run that checks the goals that are not figures of
 	// speed (make test runs it): a short window, fewer keys, the
 	// operations that are not the e2e suite's.
@@ -65,6 +67,10 @@ func main() {
 	flag.BoolVar(&c.memory, "memory", false, "also measure a pod's memory (its cgroups on the real node) at a full cache, and after memcached restarted in place")
 	flag.BoolVar(&c.short, "short", false, "a quick run (2s windows, 3,000 keys, the limit and the default pod, the operations but the Secret rotations, which the e2e suite covers) that fails on a client-visible error or a key lost where the pods stayed as they were; figures of speed are reported, not checked")
 	flag.BoolVar(&c.autoscale, "autoscale", false, "run the autoscaling comparison only (about 16 minutes; with -short, 9): spec.autoscaling, a size right for the peak and an HPA on CPU under a working set that grows threefold and back; the plot goes to docs/benchmarks-autoscale.svg")
+	flag.Func("operations", "only the operations whose name contains this text (repeatable), each on the Memcached as the ones before it left it", func(v string) error {
+		c.only = append(c.only, v)
+		return nil
+	})
 	flag.Parse()
 	if c.short {
 		c.load.warmUp, c.load.duration, c.load.keys, c.opKeys = time.Second, 2*time.Second, 3000, 3000

@@ -6,6 +6,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -81,6 +83,9 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 	defer stop()
 	var out []operation
 	for round, s := range o.steps() {
+		if len(e.cfg.only) > 0 && !slices.ContainsFunc(e.cfg.only, func(text string) bool { return strings.Contains(s.name, text) }) {
+			continue
+		}
 		if e.cfg.short && s.long {
 			// A Secret rotation: the e2e suite's
 			// TestSecretRotationKeepsServing reads through them; each

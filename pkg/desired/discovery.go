@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"cmp"
 	"path"
 	"slices"
 	"strconv"
@@ -83,33 +84,43 @@ func DiscoveryAddress(m *cachev1alpha1.Memcached) string {
 	return ServiceHost(m.Name, m.Namespace) + ":" + strconv.Itoa(int(DiscoveryPort))
 }
 
+// PodAddress is where a pod's memcached serves clients: the pod's address
+// and its container port named PortName.
+type PodAddress struct {
+	IP   string
+	Port int32
+}
+
 // Membership is the cluster m's discovery endpoint serves: each of m's
 // slots in slot order, named by its stable DNS name (SlotHost), with the
-// address its pod has (ips, by pod name) or, while the pod restarts or is
-// replaced, the one the published membership lists for it, so that a
-// client keeps the slot's keys where they are; a slot whose pod never had
-// an address in ips (a new one, on a scale-up) is left out until it has
-// one. The controller passes the ready pods' addresses only, so that
-// clients reach a pod once memcached serves there. The slots named leaving
-// (their host names), whose keys are handed to the others before their
-// memcached loses them, are left out. The version is the
-// published one's, and one more when the nodes differ.
-func Membership(m *cachev1alpha1.Memcached, ips map[string]string, published discovery.Cluster, leaving ...string) discovery.Cluster {
-	last := map[string]string{}
+// address and port its pod has (addrs, by pod name) or, while the pod
+// restarts or is replaced, the ones the published membership lists for it,
+// so that a client keeps the slot's keys where they are; a slot whose pod
+// never had an address in addrs (a new one, on a scale-up) is left out
+// until it has one. Each node has its own pod's port, so that while a new
+// spec.containerPort rolls out, the pods not yet replaced are reached where
+// they still serve; a pod that names no port is taken to serve on m's. The
+// controller passes the ready pods' addresses only, so that clients reach a
+// pod once memcached serves there. The slots named leaving (their host
+// names), whose keys are handed to the others before their memcached loses
+// them, are left out. The version is the published one's, and one more
+// when the nodes differ.
+func Membership(m *cachev1alpha1.Memcached, addrs map[string]PodAddress, published discovery.Cluster, leaving ...string) discovery.Cluster {
+	last := map[string]discovery.Node{}
 	for _, n := range published.Nodes {
-		last[n.Host] = n.IP
+		last[n.Host] = n
 	}
 	c := discovery.Cluster{Version: max(published.Version, 1)}
 	for k := range int(Replicas(m)) {
 		host := SlotHost(m.Name, m.Namespace, k)
-		ip := ips[m.Name+"-"+strconv.Itoa(k)]
-		if ip == "" {
-			ip = last[host]
+		node, ok := last[host]
+		if a := addrs[m.Name+"-"+strconv.Itoa(k)]; a.IP != "" {
+			node, ok = discovery.Node{Host: host, IP: a.IP, Port: cmp.Or(a.Port, port(m))}, true
 		}
-		if ip == "" || slices.Contains(leaving, host) {
+		if !ok || slices.Contains(leaving, host) {
 			continue
 		}
-		c.Nodes = append(c.Nodes, discovery.Node{Host: host, IP: ip, Port: port(m)})
+		c.Nodes = append(c.Nodes, node)
 	}
 	if published.Version > 0 && !slices.Equal(c.Nodes, published.Nodes) {
 		c.Version = published.Version + 1

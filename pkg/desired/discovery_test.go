@@ -19,7 +19,8 @@ func TestMembershipListsTheSlotsAndVersionsEachChange(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		m         *cachev1alpha1.Memcached
-		ips       map[string]string
+		ips       map[string]string // served on 11211
+		addrs     map[string]PodAddress
 		published discovery.Cluster
 		leaving   string
 		want      discovery.Cluster
@@ -56,9 +57,28 @@ func TestMembershipListsTheSlotsAndVersionsEachChange(t *testing.T) {
 		m:    m, ips: map[string]string{"cache-0": "10.0.0.1", "cache-1": "10.0.0.2", "cache-2": "10.0.0.3"},
 		published: discovery.Cluster{Version: 5, Nodes: []discovery.Node{node(0, "10.0.0.1"), node(2, "10.0.0.3")}}, leaving: SlotHost("cache", "ns", 1),
 		want: discovery.Cluster{Version: 5, Nodes: []discovery.Node{node(0, "10.0.0.1"), node(2, "10.0.0.3")}},
+	}, {
+		name:      "a new port rolling out: each node on its own pod's port, the one not yet replaced on the old",
+		m:         memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3), ContainerPort: ptr.To[int32](11311)}),
+		addrs:     map[string]PodAddress{"cache-0": {IP: "10.0.0.1", Port: 11211}, "cache-1": {IP: "10.0.0.2", Port: 11211}, "cache-2": {IP: "10.0.0.7", Port: 11311}},
+		published: three,
+		want: discovery.Cluster{Version: 5, Nodes: []discovery.Node{node(0, "10.0.0.1"), node(1, "10.0.0.2"),
+			{Host: SlotHost("cache", "ns", 2), IP: "10.0.0.7", Port: 11311}}},
+	}, {
+		name:  "a pod that names no port: m's",
+		m:     memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1), ContainerPort: ptr.To[int32](11311)}),
+		addrs: map[string]PodAddress{"cache-0": {IP: "10.0.0.1"}},
+		want:  discovery.Cluster{Version: 1, Nodes: []discovery.Node{{Host: SlotHost("cache", "ns", 0), IP: "10.0.0.1", Port: 11311}}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Membership(tc.m, tc.ips, tc.published, tc.leaving)
+			addrs := tc.addrs
+			if addrs == nil {
+				addrs = map[string]PodAddress{}
+				for pod, ip := range tc.ips {
+					addrs[pod] = PodAddress{IP: ip, Port: 11211}
+				}
+			}
+			got := Membership(tc.m, addrs, tc.published, tc.leaving)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Membership (-want +got):\n%s", diff)
 			}

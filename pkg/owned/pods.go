@@ -38,6 +38,9 @@ type Pod struct {
 	// IP is the pod's address, once it has one: a slot's, for the
 	// membership the discovery endpoint serves.
 	IP string `json:"ip,omitempty"`
+	// Port is the pod's container port named desired.PortName, where its
+	// memcached serves clients: a slot's, for the membership too.
+	Port int32 `json:"port,omitempty"`
 	// Unschedulable is the scheduler's message while it cannot place the
 	// pod.
 	Unschedulable string `json:"unschedulable,omitempty"`
@@ -157,6 +160,7 @@ func SummarizePod(p *corev1.Pod) *Pod {
 	}
 	s.Controller, s.StatefulSet = ref.UID, ref.Name
 	s.IP = p.Status.PodIP
+	s.Port = servingPort(p)
 	// Going away: what it says no longer stands in the way.
 	s.Deleting = p.DeletionTimestamp != nil
 	for _, f := range PodFields {
@@ -274,4 +278,17 @@ func SamePod(a, b *Pod) bool {
 	x, y := a.DeepCopy(), b.DeepCopy()
 	x.ResourceVersion, y.ResourceVersion = "", ""
 	return equality.Semantic.DeepEqual(x, y)
+}
+
+// servingPort is p's container port named desired.PortName; 0 where it
+// names none.
+func servingPort(p *corev1.Pod) int32 {
+	for _, c := range p.Spec.Containers {
+		for _, port := range c.Ports {
+			if port.Name == desired.PortName {
+				return port.ContainerPort
+			}
+		}
+	}
+	return 0
 }

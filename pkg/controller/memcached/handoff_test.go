@@ -59,7 +59,7 @@ func TestADeletedPodsHandOffIsWaitedFor(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "c-1", Namespace: "ns"}, IP: "10.0.0.2", Deleting: true},
 	}
 	g.Expect(s.leaving()).To(ConsistOf(desired.SlotHost("c", "ns", 1)))
-	g.Expect(desired.Membership(s.m, map[string]string{"c-0": "10.0.0.1"}, from, s.leaving()...).Nodes).To(Equal(to.Nodes))
+	g.Expect(desired.Membership(s.m, map[string]desired.PodAddress{"c-0": {IP: "10.0.0.1", Port: 11211}}, from, s.leaving()...).Nodes).To(Equal(to.Nodes))
 	st := membershipState{published: from, plan: &plan, from: from, to: to}
 
 	_, planned, _, err := s.moveStep(context.Background(), st, to, nil)

@@ -44,18 +44,18 @@ func reconcileMembership(ctx context.Context, s *scope) (ctrl.Result, error) {
 	// pod whose memcached restarts in place, once the restart is confirmed
 	// (a slot that handed its keys off takes them back only from the
 	// memcached that restarted empty).
-	ips := map[string]string{}
+	addrs := map[string]desired.PodAddress{}
 	for _, p := range s.obs.Pods {
 		if p.IP != "" && p.Ready && p.RestartingFrom == "" {
-			ips[p.Name] = p.IP
+			addrs[p.Name] = desired.PodAddress{IP: p.IP, Port: p.Port}
 		}
 	}
 	leaving := s.leaving()
-	membership := desired.Membership(s.m, ips, st.published, leaving...)
+	membership := desired.Membership(s.m, addrs, st.published, leaving...)
 	var plan string
 	var res ctrl.Result
 	if s.movesKeys() {
-		if membership, plan, res, err = s.moveStep(ctx, st, membership, ips); err != nil {
+		if membership, plan, res, err = s.moveStep(ctx, st, membership, addrs); err != nil {
 			return ctrl.Result{}, err
 		}
 		s.tellKeysLost(st.published, membership)

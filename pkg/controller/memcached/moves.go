@@ -1,6 +1,7 @@
 package memcached
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -179,14 +180,14 @@ func podOf(node discovery.Node) string {
 	return name
 }
 
-// held is c with each node's address that of its slot's ready pod, if it
-// has one, and its version one more when that changed anything.
-func held(c discovery.Cluster, ips map[string]string) discovery.Cluster {
+// held is c with each node's address and port those of its slot's ready
+// pod, if it has one, and its version one more when that changed anything.
+func held(c discovery.Cluster, addrs map[string]desired.PodAddress) discovery.Cluster {
 	out := discovery.Cluster{Version: c.Version}
 	changed := false
 	for _, n := range c.Nodes {
-		if ip := ips[podOf(n)]; ip != "" && ip != n.IP {
-			n.IP, changed = ip, true
+		if a := addrs[podOf(n)]; a.IP != "" && (a.IP != n.IP || (a.Port != 0 && a.Port != n.Port)) {
+			n.IP, n.Port, changed = a.IP, cmp.Or(a.Port, n.Port), true
 		}
 		out.Nodes = append(out.Nodes, n)
 	}
@@ -212,11 +213,11 @@ func sameHosts(a, b discovery.Cluster) bool {
 // moveStep takes one step of moving keys, from st: it returns the
 // membership to publish, the plan to publish beside it ("" for none), and
 // when to look again.
-func (s *scope) moveStep(ctx context.Context, st membershipState, target discovery.Cluster, ips map[string]string) (discovery.Cluster, string, ctrl.Result, error) {
+func (s *scope) moveStep(ctx context.Context, st membershipState, target discovery.Cluster, addrs map[string]desired.PodAddress) (discovery.Cluster, string, ctrl.Result, error) {
 	now := s.now()
 	m := s.m
 	if st.plan == nil {
-		return s.startMove(ctx, st, target, ips)
+		return s.startMove(ctx, st, target, addrs)
 	}
 	p := *st.plan
 	switch p.Step {
@@ -224,7 +225,7 @@ func (s *scope) moveStep(ctx context.Context, st membershipState, target discove
 		said, done, err := s.awaitPods(ctx, p, move.StepCopy, st.from, podlog.CopiedMessage,
 			fmt.Sprintf("Publishing %d slots with keys not all copied (%%s): their clients miss them", len(st.to.Nodes)))
 		if err != nil || !done {
-			return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, err
+			return held(st.published, addrs), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, err
 		}
 		s.tellHandOffsLost(st.from, st.to, said)
 		p.Step, p.Stepped = move.StepPublished, now
@@ -232,28 +233,28 @@ func (s *scope) moveStep(ctx context.Context, st membershipState, target discove
 		if to.Version <= st.published.Version {
 			to.Version = st.published.Version + 1
 		}
-		return held(to, ips), p.Marshal(), ctrl.Result{RequeueAfter: desired.ClientPoll(m)}, nil
+		return held(to, addrs), p.Marshal(), ctrl.Result{RequeueAfter: desired.ClientPoll(m)}, nil
 	case move.StepPublished:
 		if wait := desired.ClientPoll(m) - now.Sub(p.Stepped); wait > 0 {
-			return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: wait}, nil
+			return held(st.published, addrs), p.Marshal(), ctrl.Result{RequeueAfter: wait}, nil
 		}
 		p.Step, p.Stepped = move.StepSettle, now
-		return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, nil
+		return held(st.published, addrs), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, nil
 	default: // move.StepSettle
 		said, done, err := s.awaitPods(ctx, p, move.StepSettle, st.to, podlog.SettledMessage,
 			"Keys that moved may stay on their old slots (%s): a later change of the slots can serve them")
 		if err != nil || !done {
-			return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, err
+			return held(st.published, addrs), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, err
 		}
 		s.recordMoved(ctx, st, p, said)
-		return held(st.published, ips), "", ctrl.Result{}, nil
+		return held(st.published, addrs), "", ctrl.Result{}, nil
 	}
 }
 
 // startMove is the membership to publish, and the plan of a move of keys
 // to start, when the membership published (st) differs from target: the
 // plan is empty where no key needs to move.
-func (s *scope) startMove(ctx context.Context, st membershipState, target discovery.Cluster, ips map[string]string) (discovery.Cluster, string, ctrl.Result, error) {
+func (s *scope) startMove(ctx context.Context, st membershipState, target discovery.Cluster, addrs map[string]desired.PodAddress) (discovery.Cluster, string, ctrl.Result, error) {
 	m, now := s.m, s.now()
 	switch {
 	case st.published.Version > 0 && sameHosts(target, st.published):
@@ -263,7 +264,7 @@ func (s *scope) startMove(ctx context.Context, st membershipState, target discov
 	case len(target.Nodes) < s.expectedSlots():
 		// A slot of the spec has no ready pod yet: its readiness is an
 		// event.
-		return held(st.published, ips), "", ctrl.Result{}, nil
+		return held(st.published, addrs), "", ctrl.Result{}, nil
 	case len(st.published.Nodes) == 0 || len(target.Nodes) == 0:
 		// No server holds keys clients could find, or none is left to
 		// hold them.
@@ -277,7 +278,7 @@ func (s *scope) startMove(ctx context.Context, st membershipState, target discov
 	ctrl.LoggerFrom(ctx).Info("Moving keys", "from", len(st.published.Nodes), "to", len(target.Nodes), "move", p.ID)
 	s.Recorder.Eventf(m, nil, corev1.EventTypeNormal, eventMovingKeys, "Move",
 		"Moving keys from %d to %d slots: each pod copies the keys the new membership gives another slot before it is published", len(st.published.Nodes), len(target.Nodes))
-	return held(st.published, ips), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, nil
+	return held(st.published, addrs), p.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, nil
 }
 
 // recordMoved tells of the move p that ended, whose settle the pods

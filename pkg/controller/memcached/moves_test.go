@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
+	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/discovery"
 	"github.com/example/memcached-operator/pkg/move"
 	"github.com/example/memcached-operator/pkg/owned"
@@ -72,10 +73,14 @@ func TestTheOperatorReadsTheFollowersWord(t *testing.T) {
 func TestAHeldMembershipFollowsTheAddresses(t *testing.T) {
 	g := NewWithT(t)
 	c := discovery.Cluster{Version: 4, Nodes: []discovery.Node{{Host: "c-0.c.ns.svc", IP: "10.0.0.1", Port: 11211}, {Host: "c-1.c.ns.svc", IP: "10.0.0.2", Port: 11211}}}
-	g.Expect(held(c, map[string]string{"c-0": "10.0.0.1", "c-2": "10.0.0.3"})).To(Equal(c))
-	moved := held(c, map[string]string{"c-1": "10.0.0.9"})
+	g.Expect(held(c, map[string]desired.PodAddress{"c-0": {IP: "10.0.0.1", Port: 11211}, "c-2": {IP: "10.0.0.3", Port: 11211}})).To(Equal(c))
+	moved := held(c, map[string]desired.PodAddress{"c-1": {IP: "10.0.0.9", Port: 11211}})
 	g.Expect(moved.Version).To(Equal(int64(5)))
 	g.Expect(moved.Nodes[1].IP).To(Equal("10.0.0.9"))
+	reported := held(c, map[string]desired.PodAddress{"c-1": {IP: "10.0.0.2", Port: 11311}})
+	g.Expect(reported.Version).To(Equal(int64(5)), "a pod replaced onto a new port")
+	g.Expect(reported.Nodes[1].Port).To(Equal(int32(11311)))
+	g.Expect(held(c, map[string]desired.PodAddress{"c-1": {IP: "10.0.0.2"}})).To(Equal(c), "a pod that names no port keeps the node's")
 	g.Expect(c.Nodes[1].IP).To(Equal("10.0.0.2"), "c itself unchanged")
 	g.Expect(sameHosts(c, moved)).To(BeTrue())
 	g.Expect(sameHosts(c, discovery.Cluster{Nodes: c.Nodes[:1]})).To(BeFalse())
