@@ -4,9 +4,13 @@ package move_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
 	"github.com/example/memcached-operator/pkg/move"
@@ -59,5 +63,42 @@ func TestAKeyTheFirstListingMissedIsCopied(t *testing.T) {
 	}
 	if got := c.at(t, after.Server(late), late); got != "late" {
 		t.Errorf("a key written after the first listing reads %q on its new owner, want it copied", got)
+	}
+}
+
+// A listing does not wait without end for memcached's LRU crawler while
+// another's request holds it (here a metadump nobody reads: memcached
+// 1.6.18 then answers a second metadump nothing at all, not BUSY): past
+// ListIdle the copy fails, saying why, so that a leaving pod ends its
+// hand-off rather than hold its node's drain until its grace period ends.
+func TestAListingGivesUpOnACrawlerAnotherHolds(t *testing.T) {
+	c := start(t, "127.0.0.106", 2)
+	held, other := c.names[0], c.names[1]
+	for i := range 100000 {
+		if err := c.clients[held].Set(&memcache.Item{Key: fmt.Sprintf("key-%d", i), Value: []byte("v")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A metadump of 100,000 keys (about 10 MB) fills the sockets'
+	// buffers: unread, it holds the crawler.
+	stuck, err := net.Dial("tcp", held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close()
+	if err := stuck.(*net.TCPConn).SetReadBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stuck.Write([]byte("lru_crawler metadump hash\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = (&move.Mover{Dial: plain, ListIdle: 2 * time.Second}).Copy(ctx, held, c.ring(t, []string{other}))
+	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil {
+		t.Fatalf("copy: %v; want the listing's read to fail past ListIdle, well before the test's own deadline", err)
+	}
+	if !strings.Contains(err.Error(), "listing the keys of "+held) {
+		t.Errorf("copy: %v; want it to say it was listing %s", err, held)
 	}
 }

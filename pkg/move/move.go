@@ -24,6 +24,7 @@ package move
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -52,6 +53,12 @@ type Mover struct {
 	Batch int
 	// Timeout bounds each round trip (5 s if 0).
 	Timeout time.Duration
+	// ListIdle bounds how long a listing waits for its next line (30 s if
+	// 0): memcached 1.6.18 answers nothing to a metadump while its LRU
+	// crawler is held by another's that nobody reads. Past it the step
+	// fails, saying so, rather than hold a leaving pod until its grace
+	// period ends.
+	ListIdle time.Duration
 }
 
 // Copied is a key's copy: where it went, its CAS on both servers then,
@@ -185,7 +192,7 @@ func (m *Mover) dump(ctx context.Context, server string) ([]listed, bool, error)
 	if _, err := nc.Write([]byte("lru_crawler metadump hash\r\n")); err != nil {
 		return nil, false, err
 	}
-	r := bufio.NewReaderSize(nc, 64<<10)
+	r := bufio.NewReaderSize(idleReader{ctx, nc, cmp.Or(m.ListIdle, 30*time.Second)}, 64<<10)
 	var keys []listed
 	for {
 		line, err := readLine(r)
@@ -216,6 +223,24 @@ func (m *Mover) dump(ctx context.Context, server string) ([]listed, bool, error)
 		}
 		keys = append(keys, k)
 	}
+}
+
+// idleReader reads from a connection that fails a read after idle with
+// nothing to read, or once ctx is done.
+type idleReader struct {
+	ctx context.Context
+	net.Conn
+	idle time.Duration
+}
+
+func (r idleReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := r.SetReadDeadline(time.Now().Add(r.idle)); err != nil {
+		return 0, err
+	}
+	return r.Conn.Read(p)
 }
 
 func (m *Mover) pool() conns { return conns{} }
