@@ -15,7 +15,8 @@ import (
 )
 
 // scaledEvents are the notes of the Scaled events of the Memcached name,
-// in order, each with its time.
+// and of its KeysMoved events (what each step's move copied), in order,
+// each with its time.
 func scaledEvents(ctx context.Context, c client.Client, name string) []string {
 	list := &eventsv1.EventList{}
 	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
@@ -24,7 +25,7 @@ func scaledEvents(ctx context.Context, c client.Client, name string) []string {
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].CreationTimestamp.Before(&list.Items[j].CreationTimestamp) })
 	var out []string
 	for _, e := range list.Items {
-		if e.Regarding.Name == name && e.Reason == "Scaled" && strings.HasPrefix(e.Note, "Autoscaling") {
+		if e.Regarding.Name == name && (e.Reason == "Scaled" && strings.HasPrefix(e.Note, "Autoscaling") || e.Reason == "KeysMoved") {
 			out = append(out, e.CreationTimestamp.UTC().Format("15:04:05")+" "+e.Note)
 		}
 	}
@@ -97,11 +98,12 @@ func renderAutoscaling(all []*scaled, ps []phase, hpa *cpuHPA) string {
 	}
 	fmt.Fprintf(&b, "\nThe HPA on CPU read the pods' CPU %d times: %.0f%% of the request at the peak, %.0f%% on average (target 80%%); it changed the size %d times.\n\n",
 		hpa.readings, 100*hpa.peak, 100*hpa.sum/float64(max(hpa.readings, 1)), hpa.steps)
-	b.WriteString("`spec.autoscaling`'s steps (its `Scaled` events):\n\n")
+	b.WriteString("`spec.autoscaling`'s steps (its `Scaled` events, and the `KeysMoved` event of each step's move):\n\n")
 	for _, e := range all[0].steps {
 		fmt.Fprintf(&b, "- %s\n", e)
 	}
-	b.WriteString("\n![hit ratio and size over time](benchmarks-autoscale.svg)\n")
+	b.WriteString("\n" + renderStepCosts(stepCosts(all[0].series)))
+	b.WriteString("![hit ratio and size over time](benchmarks-autoscale.svg)\n")
 	return b.String()
 }
 
