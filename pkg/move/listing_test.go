@@ -3,6 +3,7 @@
 package move_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -90,6 +91,10 @@ func TestAListingGivesUpOnACrawlerAnotherHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := stuck.Write([]byte("lru_crawler metadump hash\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	// Its first line read: the crawler walks for it, and nobody reads on.
+	if _, err := bufio.NewReaderSize(stuck, 16).ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
