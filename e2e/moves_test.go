@@ -55,9 +55,7 @@ type ringClient struct {
 }
 
 // follow sets the client's servers from the membership any of addrs'
-// endpoints serves. An empty membership (a pod not yet told the one its
-// operator published) is an error and keeps the servers the client had, as
-// a client should rather than lose every server.
+// endpoints serves.
 func (rc *ringClient) follow(addrs []string) error {
 	var last error
 	for _, a := range addrs {
@@ -71,10 +69,6 @@ func (rc *ringClient) follow(addrs []string) error {
 		conn.Close()
 		if err != nil {
 			last = err
-			continue
-		}
-		if len(c.Nodes) == 0 {
-			last = fmt.Errorf("%s serves an empty membership (version %d)", a, c.Version)
 			continue
 		}
 		r, err := ring.New(ring.Libmemcached, move.Servers(c))
