@@ -142,4 +142,7 @@ var entries = []entry{
 	{"a field an admission policy drops is learned, and costs nothing at rest", "pkg/controller/memcached/apply.go",
 		"\ts.Owned.RememberNotKept(current, applied)", "\t_ = applied",
 		"./pkg/controller/memcached", "integration", "TestEverySpecFieldConvergesAndRests"},
+	{"a component whose PID was taken is started again after an outage", "internal/testsupport/localcluster/localcluster.go",
+		"\tif err := c.forgetStopped(); err != nil {\n\t\treturn err\n\t}\n\tcmd := exec.CommandContext", "\tcmd := exec.CommandContext",
+		"./internal/testsupport/localcluster", "integration", "TestAComponentWhosePIDWasTakenIsStartedAgain"},
 }

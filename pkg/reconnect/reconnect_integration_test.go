@@ -48,6 +48,7 @@ func TestInformersResumeWithinSecondsOfAnOutage(t *testing.T) {
 
 	pids, err := c.PIDs()
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pids).To(HaveKey("kube-apiserver"))
 	g.Expect(syscall.Kill(pids["kube-apiserver"], syscall.SIGKILL)).To(Succeed())
 	release, err := c.HoldAPIServerPort()
 	g.Expect(err).NotTo(HaveOccurred())

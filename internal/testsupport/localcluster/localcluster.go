@@ -12,8 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -87,6 +85,10 @@ func Create(ctx context.Context, name string, opts Options) (*Cluster, error) {
 // Delete deletes the cluster, stopping every process it started, and
 // removes its state.
 func (c *Cluster) Delete(ctx context.Context) error {
+	// kwokctl kills what each PID file names: none names another's process.
+	if err := c.forgetStopped(); err != nil {
+		return err
+	}
 	if _, err := c.script(ctx, nil, "down"); err != nil {
 		return err
 	}
@@ -107,28 +109,6 @@ func (c *Cluster) Config() (*rest.Config, error) {
 // components, PID files and logs are under clusters/<Name>/ there.
 func (c *Cluster) KwokWorkdir() string {
 	return filepath.Join(c.StateDir, "kwok")
-}
-
-// PIDs are the process IDs of the cluster's components (etcd,
-// kube-apiserver, kube-controller-manager, ...), as kwokctl records them.
-func (c *Cluster) PIDs() (map[string]int, error) {
-	files, err := filepath.Glob(filepath.Join(c.KwokWorkdir(), "clusters", c.Name, "pids", "*.pid"))
-	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no PID files of cluster %s in %s: %v", c.Name, c.KwokWorkdir(), err)
-	}
-	pids := map[string]int{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		pids[strings.TrimSuffix(filepath.Base(f), ".pid")] = pid
-	}
-	return pids, nil
 }
 
 // HoldAPIServerPort listens on c's kube-apiserver port, which must be
@@ -180,6 +160,11 @@ func (c *Cluster) HoldAPIServerPort() (release func(), err error) {
 // StartStopped starts the cluster's components that are not running, as
 // kwokctl starts a stopped cluster: a test that killed one brings it back.
 func (c *Cluster) StartStopped(ctx context.Context) error {
+	// kwokctl starts a component only if its PID file names no live
+	// process, whichever process that is.
+	if err := c.forgetStopped(); err != nil {
+		return err
+	}
 	cmd := exec.CommandContext(ctx, repo.Path("bin", "k8s", "kwokctl"), "start", "cluster", "--name", c.Name)
 	cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+c.KwokWorkdir())
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -6,7 +6,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -138,4 +140,36 @@ func TestTwoClustersAtOnce(t *testing.T) {
 	g.Expect(cla.Create(ctx, ns)).To(Succeed())
 	err = clb.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the clusters share no state")
+}
+
+// TestAComponentWhosePIDWasTakenIsStartedAgain: a component that exited
+// while its PID file names a live process that is not it (the kernel gave
+// its PID to another, here to the apiserver as after the apiserver's
+// restart) is reported stopped, and StartStopped starts it: kwokctl alone
+// takes it for running.
+func TestAComponentWhosePIDWasTakenIsStartedAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c, err := Create(ctx, "pidreuse", Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = c.Delete(context.Background()) })
+
+	pids, err := c.PIDs()
+	g.Expect(err).NotTo(HaveOccurred())
+	kcm, apiserver := pids["kube-controller-manager"], pids["kube-apiserver"]
+	g.Expect(kcm).NotTo(BeZero())
+	g.Expect(apiserver).NotTo(BeZero())
+	g.Expect(syscall.Kill(kcm, syscall.SIGKILL)).To(Succeed())
+	g.Eventually(func() bool { return running(kcm) }).WithTimeout(10 * time.Second).Should(BeFalse())
+	g.Expect(os.WriteFile(c.pidFile("kube-controller-manager"), []byte(strconv.Itoa(apiserver)), 0o644)).To(Succeed())
+
+	g.Expect(c.Stopped()).To(Equal([]string{"kube-controller-manager"}))
+	g.Expect(c.PIDs()).NotTo(HaveKey("kube-controller-manager"))
+
+	g.Expect(c.StartStopped(ctx)).To(Succeed())
+	g.Expect(c.Stopped()).To(BeEmpty(), "every component runs again")
+	pids, err = c.PIDs()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pids["kube-controller-manager"]).NotTo(BeElementOf(kcm, apiserver))
+	g.Expect(pids["kube-apiserver"]).To(Equal(apiserver), "the apiserver was left running")
 }
