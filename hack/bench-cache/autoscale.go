@@ -54,17 +54,20 @@ type scaled struct {
 	spec  cachev1alpha1.MemcachedSpec
 	r     *ring
 	load  *zipfLoad
+	held  *heldKeys
 	// series are its buckets: hit ratio and size over time.
 	mu     sync.Mutex
 	series []point
 	steps  []string
 }
 
-// point is a bucket's hits and gets, and the size then.
+// point is a bucket's hits and gets, the size then, and how many of the
+// held keys read back at its end (-1: the reading failed).
 type point struct {
 	at         time.Duration
 	gets, hits int
 	size       int32
+	held       int
 }
 
 func autoscaledSpecs() []*scaled {
@@ -108,12 +111,17 @@ func (e *env) autoscaling(ctx context.Context) (string, error) {
 			return "", err
 		}
 		s.load = newZipfLoad(newClient(s.r, access{}, 4), oneSlotKeys)
+		s.held = &heldKeys{c: s.load.c}
+		if err := s.held.write(ctx); err != nil {
+			return "", fmt.Errorf("%s: %w", s.name, err)
+		}
 	}
 	ps := phases(e.cfg.short)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, s := range all {
 		wg.Go(func() { s.load.run(ctx) })
+		wg.Go(func() { s.held.run(ctx) })
 		wg.Go(func() { s.record(ctx, e.c, start) })
 	}
 	hpa := &cpuHPA{c: e.c, key: client.ObjectKey{Namespace: namespace, Name: "cpu-hpa"}}
@@ -154,7 +162,7 @@ func (s *scaled) record(ctx context.Context, c client.Client, start time.Time) {
 		}
 		size := ptr.Deref(m.Spec.Size, 1)
 		s.mu.Lock()
-		s.series = append(s.series, point{at: time.Since(start), gets: gets, hits: hits, size: size})
+		s.series = append(s.series, point{at: time.Since(start), gets: gets, hits: hits, size: size, held: int(s.held.present.Load())})
 		s.mu.Unlock()
 	}
 }

@@ -98,6 +98,7 @@ func renderAutoscaling(all []*scaled, ps []phase, hpa *cpuHPA) string {
 	}
 	fmt.Fprintf(&b, "\nThe HPA on CPU read the pods' CPU %d times: %.0f%% of the request at the peak, %.0f%% on average (target 80%%); it changed the size %d times.\n\n",
 		hpa.readings, 100*hpa.peak, 100*hpa.sum/float64(max(hpa.readings, 1)), hpa.steps)
+	fmt.Fprintf(&b, "Of the %d held keys each client wrote once at the start and read back every %s (outside the load's keys), read back at the end of the run: %s.\n\n", heldCount, heldEvery, heldAtEnd(all))
 	b.WriteString("`spec.autoscaling`'s steps (its `Scaled` events, and the `KeysMoved` event of each step's move):\n\n")
 	for _, e := range all[0].steps {
 		fmt.Fprintf(&b, "- %s\n", e)
@@ -128,4 +129,20 @@ func orNone(s []string) string {
 		return "none"
 	}
 	return strings.Join(s, "; ")
+}
+
+// heldAtEnd is, for each run, how many held keys read back at its last
+// reading.
+func heldAtEnd(all []*scaled) string {
+	var out []string
+	for _, s := range all {
+		n := -1
+		for _, p := range s.series {
+			if p.held >= 0 {
+				n = p.held
+			}
+		}
+		out = append(out, fmt.Sprintf("%s %s", heldRead(n), s.label))
+	}
+	return strings.Join(out, "; ")
 }
