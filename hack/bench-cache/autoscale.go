@@ -59,6 +59,8 @@ type scaled struct {
 	mu     sync.Mutex
 	series []point
 	steps  []string
+	// final is what its status.autoscaling said at the end of the run.
+	final string
 }
 
 // point is a bucket's hits and gets, the size then, and how many of the
@@ -141,6 +143,7 @@ func (e *env) autoscaling(ctx context.Context) (string, error) {
 	for _, s := range all {
 		s.steps = scaledEvents(context.Background(), e.c, s.name)
 	}
+	all[0].final = autoscalingStatus(context.Background(), e.c, all[0].name)
 	return renderAutoscaling(all, ps, hpa), writePlot(all, ps)
 }
 

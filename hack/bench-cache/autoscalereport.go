@@ -11,6 +11,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/testsupport/repo"
 )
 
@@ -103,6 +104,7 @@ func renderAutoscaling(all []*scaled, ps []phase, hpa *cpuHPA) string {
 	for _, e := range all[0].steps {
 		fmt.Fprintf(&b, "- %s\n", e)
 	}
+	fmt.Fprintf(&b, "\nAt the end of the run its status said: %s.\n", all[0].final)
 	b.WriteString("\n" + renderStepCosts(stepCosts(all[0].series)))
 	b.WriteString("![hit ratio and size over time](benchmarks-autoscale.svg)\n")
 	return b.String()
@@ -145,4 +147,17 @@ func heldAtEnd(all []*scaled) string {
 		out = append(out, fmt.Sprintf("%s %s", heldRead(n), s.label))
 	}
 	return strings.Join(out, "; ")
+}
+
+// autoscalingStatus is what the Memcached name's status.autoscaling says:
+// the next step and why.
+func autoscalingStatus(ctx context.Context, c client.Client, name string) string {
+	m := &cachev1alpha1.Memcached{}
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, m); {
+	case err != nil:
+		return "not read: " + err.Error()
+	case m.Status.Autoscaling == nil:
+		return "nothing of autoscaling"
+	}
+	return fmt.Sprintf("next `%s`: %s", m.Status.Autoscaling.Next, m.Status.Autoscaling.Reason)
 }
