@@ -59,8 +59,16 @@ type scaled struct {
 	mu     sync.Mutex
 	series []point
 	steps  []string
-	// final is what its status.autoscaling said at the end of the run.
+	// final is what its status.autoscaling said at the end of the run,
+	// said each change of it seen at the buckets' ends.
 	final string
+	said  []statusSaid
+}
+
+// statusSaid is what a status.autoscaling said from a moment of the run.
+type statusSaid struct {
+	at   time.Duration
+	what string
 }
 
 // point is a bucket's hits and gets, the size then, and how many of the
@@ -166,6 +174,12 @@ func (s *scaled) record(ctx context.Context, c client.Client, start time.Time) {
 		size := ptr.Deref(m.Spec.Size, 1)
 		s.mu.Lock()
 		s.series = append(s.series, point{at: time.Since(start), gets: gets, hits: hits, size: size, held: int(s.held.present.Load())})
+		if a := m.Status.Autoscaling; a != nil {
+			said := fmt.Sprintf("next `%s`: %s", a.Next, a.Reason)
+			if n := len(s.said); n == 0 || s.said[n-1].what != said {
+				s.said = append(s.said, statusSaid{time.Since(start), said})
+			}
+		}
 		s.mu.Unlock()
 	}
 }

@@ -105,6 +105,10 @@ func renderAutoscaling(all []*scaled, ps []phase, hpa *cpuHPA) string {
 		fmt.Fprintf(&b, "- %s\n", e)
 	}
 	fmt.Fprintf(&b, "\nAt the end of the run its status said: %s.\n", all[0].final)
+	fmt.Fprintf(&b, "\nIts `status.autoscaling` through the run (each change seen at a %s bucket's end; it is rewritten when the decision's cause changes, not its readings):\n\n", bucket)
+	for _, w := range all[0].said {
+		fmt.Fprintf(&b, "- %s: %s\n", w.at.Round(time.Second), w.what)
+	}
 	b.WriteString("\n" + renderStepCosts(stepCosts(all[0].series)))
 	b.WriteString("![hit ratio and size over time](benchmarks-autoscale.svg)\n")
 	return b.String()
