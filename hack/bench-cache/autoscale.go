@@ -158,21 +158,15 @@ func (e *env) autoscaling(ctx context.Context) (string, error) {
 // record adds a point every bucket: the load's gets and hits since the
 // last, and the Memcached's spec.size.
 func (s *scaled) record(ctx context.Context, c client.Client, start time.Time) {
-	t := time.NewTicker(bucket)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, bucket, func() {
 		gets, hits := s.load.take()
 		m := &cachev1alpha1.Memcached{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: s.name}, m); err != nil {
-			continue
+			return
 		}
 		size := ptr.Deref(m.Spec.Size, 1)
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		s.series = append(s.series, point{at: time.Since(start), gets: gets, hits: hits, size: size, held: int(s.held.present.Load())})
 		if a := m.Status.Autoscaling; a != nil {
 			said := fmt.Sprintf("next `%s`: %s", a.Next, a.Reason)
@@ -180,6 +174,5 @@ func (s *scaled) record(ctx context.Context, c client.Client, start time.Time) {
 				s.said = append(s.said, statusSaid{time.Since(start), said})
 			}
 		}
-		s.mu.Unlock()
-	}
+	})
 }

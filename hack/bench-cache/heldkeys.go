@@ -57,19 +57,12 @@ func (h *heldKeys) run(ctx context.Context) {
 	for i := range keys {
 		keys[i] = heldKey(i)
 	}
-	t := time.NewTicker(heldEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, heldEvery, func() {
 		got, err := h.c.GetMulti(keys)
 		if err != nil {
 			// A server not reached says nothing of the keys it holds.
 			h.present.Store(-1)
-			continue
+			return
 		}
 		n := 0
 		for i, k := range keys {
@@ -78,5 +71,5 @@ func (h *heldKeys) run(ctx context.Context) {
 			}
 		}
 		h.present.Store(int64(n))
-	}
+	})
 }

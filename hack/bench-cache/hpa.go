@@ -57,18 +57,11 @@ type recommendation struct {
 
 func (h *cpuHPA) run(ctx context.Context) {
 	h.last = map[types.UID]uint64{}
-	t := time.NewTicker(hpaPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, hpaPeriod, func() {
 		if err := h.tick(ctx); err != nil && ctx.Err() == nil {
 			fmt.Fprintln(os.Stderr, "   cpu-hpa:", err)
 		}
-	}
+	})
 }
 
 // tick reads the utilization and scales if the HPA would.
