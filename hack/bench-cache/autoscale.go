@@ -59,10 +59,9 @@ type scaled struct {
 	mu     sync.Mutex
 	series []point
 	steps  []string
-	// final is what its status.autoscaling said at the end of the run,
-	// said each change of it seen at the buckets' ends.
-	final string
-	said  []statusSaid
+	// said is each change of its status.autoscaling seen at the
+	// buckets' ends.
+	said []statusSaid
 }
 
 // statusSaid is what a status.autoscaling said from a moment of the run.
@@ -151,7 +150,6 @@ func (e *env) autoscaling(ctx context.Context) (string, error) {
 	for _, s := range all {
 		s.steps = scaledEvents(context.Background(), e.c, s.name)
 	}
-	all[0].final = autoscalingStatus(context.Background(), e.c, all[0].name)
 	return renderAutoscaling(all, ps, hpa), writePlot(all, ps)
 }
 

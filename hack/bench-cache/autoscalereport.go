@@ -11,7 +11,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/internal/testsupport/repo"
 )
 
@@ -104,7 +103,9 @@ func renderAutoscaling(all []*scaled, ps []phase, hpa *cpuHPA) string {
 	for _, e := range all[0].steps {
 		fmt.Fprintf(&b, "- %s\n", e)
 	}
-	fmt.Fprintf(&b, "\nAt the end of the run its status said: %s.\n", all[0].final)
+	if said := all[0].said; len(said) > 0 {
+		fmt.Fprintf(&b, "\nAt the end of the run its status said: %s.\n", said[len(said)-1].what)
+	}
 	fmt.Fprintf(&b, "\nIts `status.autoscaling` through the run (each change seen at a %s bucket's end; it is rewritten when the decision's cause changes, not its readings):\n\n", bucket)
 	for _, w := range all[0].said {
 		fmt.Fprintf(&b, "- %s: %s\n", w.at.Round(time.Second), w.what)
@@ -151,17 +152,4 @@ func heldAtEnd(all []*scaled) string {
 		out = append(out, fmt.Sprintf("%s %s", heldRead(n), s.label))
 	}
 	return strings.Join(out, "; ")
-}
-
-// autoscalingStatus is what the Memcached name's status.autoscaling says:
-// the next step and why.
-func autoscalingStatus(ctx context.Context, c client.Client, name string) string {
-	m := &cachev1alpha1.Memcached{}
-	switch err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, m); {
-	case err != nil:
-		return "not read: " + err.Error()
-	case m.Status.Autoscaling == nil:
-		return "nothing of autoscaling"
-	}
-	return fmt.Sprintf("next `%s`: %s", m.Status.Autoscaling.Next, m.Status.Autoscaling.Reason)
 }

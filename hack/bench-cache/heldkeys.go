@@ -17,7 +17,7 @@ const (
 	heldEvery = 2 * time.Second
 )
 
-// heldKeys are keys the load never touches, written once once the
+// heldKeys are keys the load never touches, written once when the
 // Memcached serves and read back every heldEvery through the load's
 // client. Read that often, they stay in the active part of memcached's
 // LRU whatever the load evicts, so that one that stops reading back was
