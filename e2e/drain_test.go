@@ -61,8 +61,10 @@ func drain(t *testing.T, cfg *envconf.Config, key client.ObjectKey, rc *ringClie
 	g, k := NewWithT(t), kube(t, cfg)
 	uids := map[string]types.UID{}
 	evicted := map[string]time.Time{}
+	followed := map[types.UID]bool{}
 	start := time.Now()
 	g.Eventually(func(g Gomega) {
+		followLogs(t, cfg, key, followed)
 		for i := range 3 {
 			name := fmt.Sprintf("%s-%d", key.Name, i)
 			if _, ok := evicted[name]; ok {
@@ -89,6 +91,24 @@ func drain(t *testing.T, cfg *envconf.Config, key client.ObjectKey, rc *ringClie
 		}
 	}
 	wholeAgain(t, cfg, key, rc, endpoints, last, uids[last])
+	followLogs(t, cfg, key, followed)
+}
+
+// followLogs keeps, for the story's failure, the discovery container's
+// log of each pod of the Memcached key that has an address and is not in
+// followed yet: the slots' successors too, whose word a hand-off's move
+// waits for.
+func followLogs(t *testing.T, cfg *envconf.Config, key client.ObjectKey, followed map[types.UID]bool) {
+	pods := &corev1.PodList{}
+	if err := kube(t, cfg).List(context.Background(), pods, client.InNamespace(key.Namespace), client.MatchingLabels{desired.LabelInstance: key.Name}); err != nil {
+		return
+	}
+	for _, p := range pods.Items {
+		if !followed[p.UID] && p.Status.PodIP != "" {
+			followed[p.UID] = true
+			keepLogOnFailure(t, cfg, key.Namespace, p.Name, desired.DiscoveryContainerName)
+		}
+	}
 }
 
 // wholeAgain waits until the pod name is another than uid, the membership

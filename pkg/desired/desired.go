@@ -137,6 +137,11 @@ const (
 	// by whoever has ConfigMap rights in the namespace, the pod only by
 	// whoever could run anything in it.
 	AnnotationMembershipSeal = "cache.example.com/membership-seal"
+	// AnnotationMembershipRetold, on a pod, names the step of a move of
+	// keys that waited for the pod's word and how many times the operator
+	// told the pod of it again ("8 copy 2"): each change of the pod has the
+	// kubelet write its volumes anew (scope.retell).
+	AnnotationMembershipRetold = "cache.example.com/membership-retold"
 	// AnnotationSecretsDigest, on a pod whose reloader renews the Secret
 	// content in place, is the digest of that content
 	// (SecretDigests.Combined) the operator last told the pod of: set when

@@ -97,7 +97,7 @@ var PodFields = []PodField{
 		Patch: "JSON patch of the template's, and removal of those its last template set"},
 	{Name: FieldRevision, ReadAs: "Revision, RestartingFrom", Read: readRevision, ReadWhileDeleting: true,
 		Patch: "JSON patch of the controller-revision-hash label"},
-	{Name: FieldToldContent, ReadAs: "MembershipVersion, MembershipSeal, SecretsDigest", Read: readTold, ReadWhileDeleting: true,
+	{Name: FieldToldContent, ReadAs: "MembershipVersion, MembershipSeal, MembershipRetold, SecretsDigest", Read: readTold, ReadWhileDeleting: true,
 		Patch: "merge patch of the annotations (the pods phase), which has the kubelet write the mounted content at once"},
 }
 

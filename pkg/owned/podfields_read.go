@@ -83,5 +83,6 @@ func readRevision(pod *corev1.Pod, s *Pod) {
 func readTold(pod *corev1.Pod, s *Pod) {
 	s.MembershipVersion = pod.Annotations[desired.AnnotationMembershipVersion]
 	s.MembershipSeal = pod.Annotations[desired.AnnotationMembershipSeal]
+	s.MembershipRetold = pod.Annotations[desired.AnnotationMembershipRetold]
 	s.SecretsDigest = pod.Annotations[desired.AnnotationSecretsDigest]
 }

@@ -93,7 +93,7 @@ func TestSummaryReadsEveryFieldOfTheTable(t *testing.T) {
 			Labels:          map[string]string{appsv1.ControllerRevisionHashLabelKey: "r1"},
 			Annotations: map[string]string{desired.AnnotationPodShape: "s1", desired.AnnotationMemcachedSettings: "--threads=2",
 				desired.AnnotationRestartingFrom: "containerd://0", desired.AnnotationMembershipVersion: "3",
-				desired.AnnotationMembershipSeal: "seal", desired.AnnotationSecretsDigest: "d"}},
+				desired.AnnotationMembershipSeal: "seal", desired.AnnotationMembershipRetold: "4 copy 1", desired.AnnotationSecretsDigest: "d"}},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: desired.ContainerName, Image: "memcached:1",
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}},

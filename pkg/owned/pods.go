@@ -78,6 +78,8 @@ type Pod struct {
 	// MembershipSeal is the pod's desired.AnnotationMembershipSeal: the
 	// seal of the membership and move it was last told of.
 	MembershipSeal string `json:"membershipSeal,omitempty"`
+	// MembershipRetold is the pod's desired.AnnotationMembershipRetold.
+	MembershipRetold string `json:"membershipRetold,omitempty"`
 	// SecretsDigest is the pod's desired.AnnotationSecretsDigest.
 	SecretsDigest string `json:"secretsDigest,omitempty"`
 	// RestartingFrom is the pod's desired.AnnotationRestartingFrom: the

@@ -130,12 +130,13 @@ func tellPods(ctx context.Context, s *scope) (ctrl.Result, error) {
 			continue
 		}
 		news := map[string]string{}
-		if p.MembershipVersion != s.tell.membership || p.MembershipSeal != s.tell.seal {
-			if catchUp > 0 && s.tell.membership != "" {
-				result = ctrl.Result{RequeueAfter: catchUp}
-			} else {
-				maps.Copy(news, membershipNews(p, s.tell))
-			}
+		switch {
+		case p.MembershipVersion == s.tell.membership && p.MembershipSeal == s.tell.seal:
+			maps.Copy(news, s.retell(p))
+		case catchUp > 0 && s.tell.membership != "":
+			result = ctrl.Result{RequeueAfter: catchUp}
+		default:
+			maps.Copy(news, membershipNews(p, s.tell))
 		}
 		if d := s.tell.secrets; d != "" && p.SecretsDigest != d {
 			news[desired.AnnotationSecretsDigest] = d

@@ -27,6 +27,7 @@ func (s *scope) awaitPods(ctx context.Context, p move.Plan, step string, c disco
 		return said, false, err
 	}
 	if !said.all() && s.now().Sub(p.Stepped) < moveStepBound {
+		s.await(p, step, said.waiting)
 		return said, false, nil
 	}
 	if !said.all() || len(said.failed) > 0 {

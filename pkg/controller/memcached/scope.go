@@ -82,6 +82,10 @@ type scope struct {
 	// (handed off, not yet back); the disruption budget then lets no pod
 	// go (desired.Budget).
 	keysMoving bool
+	// awaited are the pods a step of a move waits for the word of, and
+	// retold what to tell them again (scope.retell); empty when none.
+	awaited map[string]bool
+	retold  string
 }
 
 func newScope(r *Reconciler, m *cachev1alpha1.Memcached) *scope {
