@@ -84,17 +84,23 @@ func TestTheCountIsAsFreshAsItsWindowNeeds(t *testing.T) {
 	}
 }
 
-// A metadump line without la or size is refused; la and size of 0 are
-// read.
+// A metadump line without la, size or fetch is refused; la and size of 0
+// are read, and fetch=yes as read since stored.
 func TestAMetadumpLineNeedsItsAccessAndSize(t *testing.T) {
-	if _, _, err := accessAndSize("key=a exp=-1 cas=1 fetch=no cls=1 size=10"); err == nil {
+	if _, _, _, err := accessAndSize("key=a exp=-1 cas=1 fetch=no cls=1 size=10"); err == nil {
 		t.Error("a line without la read")
 	}
-	if _, _, err := accessAndSize("key=a exp=-1 la=5 cas=1 fetch=no cls=1"); err == nil {
+	if _, _, _, err := accessAndSize("key=a exp=-1 la=5 cas=1 fetch=no cls=1"); err == nil {
 		t.Error("a line without size read")
 	}
-	if la, size, err := accessAndSize("key=a exp=-1 la=0 cas=1 fetch=no cls=1 size=0"); err != nil || la != 0 || size != 0 {
-		t.Errorf("la=0 size=0: %d %d %v", la, size, err)
+	if _, _, _, err := accessAndSize("key=a exp=-1 la=5 cas=1 cls=1 size=10"); err == nil {
+		t.Error("a line without fetch read")
+	}
+	if la, size, fetched, err := accessAndSize("key=a exp=-1 la=0 cas=1 fetch=no cls=1 size=0"); err != nil || la != 0 || size != 0 || fetched {
+		t.Errorf("la=0 size=0 fetch=no: %d %d %v %v", la, size, fetched, err)
+	}
+	if _, _, fetched, err := accessAndSize("key=a exp=-1 la=0 cas=1 fetch=yes cls=1 size=0"); err != nil || !fetched {
+		t.Errorf("fetch=yes: %v %v", fetched, err)
 	}
 }
 
@@ -144,7 +150,7 @@ func TestTheWorkingSetsWindowAndAge(t *testing.T) {
 	if sig := read(); sig.WorkingSetBytes != 100 || sig.WorkingSetTime != 1000 {
 		t.Fatalf("%+v: want the item of la=880 only", sig)
 	}
-	items = append(items, "key=new exp=-1 la=1014 cas=3 fetch=no cls=1 size=10\r\n")
+	items = append(items, "key=new exp=-1 la=1014 cas=3 fetch=yes cls=1 size=10\r\n")
 	now = 1014
 	if sig := read(); sig.WorkingSetBytes != 100 {
 		t.Fatalf("%+v: counted again within 15 s", sig)
@@ -154,7 +160,7 @@ func TestTheWorkingSetsWindowAndAge(t *testing.T) {
 		t.Fatalf("%+v: want a new count after 15 s (la=880 is now out)", sig)
 	}
 	// Another window within 15 s: answered from the same count.
-	items = append(items, "key=newer exp=-1 la=1020 cas=4 fetch=no cls=1 size=1\r\n")
+	items = append(items, "key=newer exp=-1 la=1020 cas=4 fetch=yes cls=1 size=1\r\n")
 	now = 1020
 	sig, err := s.read(context.Background(), 3600)
 	if err != nil || sig.WorkingSetBytes != 1110 || sig.WorkingSetTime != 1015 || sig.WorkingSetSeconds != 3600 {

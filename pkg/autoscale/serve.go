@@ -135,10 +135,14 @@ func (s *Server) read(ctx context.Context, seconds int64) (Signals, error) {
 	return sig, nil
 }
 
-// countWorkingSet is the bytes of the items conn's memcached holds, by the
-// age of their last access at now (its clock), from its lru_crawler
-// metadump, which walks its hash table; busy: its crawler is in use (a
-// move lists keys), and nothing was counted.
+// countWorkingSet is the bytes of the items conn's memcached holds that
+// were read since they were stored, by the age of their last access at now
+// (its clock), from its lru_crawler metadump, which walks its hash table;
+// busy: its crawler is in use (a move lists keys), and nothing was
+// counted. An item stored and not read since (fetch=no: a write no get
+// followed, or a move's copy) is left out: a smaller cache need not keep
+// it to serve the reads, and a move's copies, each a write, would
+// otherwise count as touched for the window and a minute after it.
 func countWorkingSet(conn net.Conn, now int64) ([]int64, bool, error) {
 	if err := conn.SetDeadline(time.Now().Add(2 * time.Minute)); err != nil {
 		return nil, false, err
@@ -162,18 +166,21 @@ func countWorkingSet(conn net.Conn, now int64) ([]int64, bool, error) {
 		case !strings.HasPrefix(line, "key="):
 			return nil, false, fmt.Errorf("counting the working set: memcached answered %q", line)
 		}
-		la, size, err := accessAndSize(line)
+		la, size, fetched, err := accessAndSize(line)
 		if err != nil {
 			return nil, false, err
 		}
-		byAge[min(max(now-la, 0), int64(len(byAge)-1))] += size
+		if fetched {
+			byAge[min(max(now-la, 0), int64(len(byAge)-1))] += size
+		}
 	}
 }
 
-// accessAndSize are the last access (la) and size fields of a metadump
-// line.
-func accessAndSize(line string) (la, size int64, err error) {
+// accessAndSize are the last access (la), size and fetch fields of a
+// metadump line: fetched, the item was read since it was stored.
+func accessAndSize(line string) (la, size int64, fetched bool, err error) {
 	la, size = -1, -1
+	fetch := ""
 	for field := range strings.FieldsSeq(line) {
 		name, value, _ := strings.Cut(field, "=")
 		switch name {
@@ -181,13 +188,15 @@ func accessAndSize(line string) (la, size int64, err error) {
 			la, err = strconv.ParseInt(value, 10, 64)
 		case "size":
 			size, err = strconv.ParseInt(value, 10, 64)
+		case "fetch":
+			fetch = value
 		}
 		if err != nil {
-			return 0, 0, fmt.Errorf("counting the working set: %q: %w", line, err)
+			return 0, 0, false, fmt.Errorf("counting the working set: %q: %w", line, err)
 		}
 	}
-	if la < 0 || size < 0 {
-		return 0, 0, errors.New("counting the working set: a metadump line without la or size: " + line)
+	if la < 0 || size < 0 || (fetch != "yes" && fetch != "no") {
+		return 0, 0, false, errors.New("counting the working set: a metadump line without la, size or fetch: " + line)
 	}
-	return la, size, nil
+	return la, size, fetch == "yes", nil
 }

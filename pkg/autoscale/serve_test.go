@@ -49,7 +49,8 @@ func command(t *testing.T, conn net.Conn, req, want string) {
 
 // TestTheSignalsAreMemcachedsOwn: a memcached of 2 MiB filled past its
 // memory evicts items, some of them read, and the working set counts the
-// items touched in its window only.
+// items read in its window only (memcached 1.6.18's fetch=yes): every
+// other item, about half of the bytes.
 func TestTheSignalsAreMemcachedsOwn(t *testing.T) {
 	addr := memcachedproc.StartOn(t, "127.0.0.121", "-m", "2").Addr
 	srv := &Server{Log: slog.New(slog.DiscardHandler), Dial: func(ctx context.Context) (net.Conn, error) {
@@ -78,8 +79,8 @@ func TestTheSignalsAreMemcachedsOwn(t *testing.T) {
 		t.Fatalf("working set %d counted unasked", s.WorkingSetBytes)
 	}
 	s = get(t, web.URL+SignalsPath+"?"+WorkingSetParam+"=3600")
-	if s.WorkingSetBytes < s.Bytes*9/10 || s.WorkingSetBytes > s.Bytes || s.WorkingSetSeconds != 3600 {
-		t.Fatalf("%+v: every item was written within the hour", s)
+	if s.WorkingSetBytes < s.Bytes*4/10 || s.WorkingSetBytes > s.Bytes*6/10 || s.WorkingSetSeconds != 3600 {
+		t.Fatalf("%+v: every item was written within the hour, and every other one read: want about half of the bytes", s)
 	}
 	command(t, conn, "set fresh 0 0 5\r\nshort\r\n", "STORED")
 	command(t, conn, "get fresh\r\n", "VALUE")
@@ -92,7 +93,8 @@ func TestTheSignalsAreMemcachedsOwn(t *testing.T) {
 
 // TestTheWorkingSetCountsTheItemsOfItsWindow: an item whose last access
 // (which memcached updates at most once a minute) is older than the window
-// and a minute is left out.
+// and a minute is left out; so is one not read since it was stored (a
+// move's copy, a write no get followed), however recent.
 func TestTheWorkingSetCountsTheItemsOfItsWindow(t *testing.T) {
 	client, server := net.Pipe()
 	defer client.Close()
@@ -103,8 +105,9 @@ func TestTheWorkingSetCountsTheItemsOfItsWindow(t *testing.T) {
 			return
 		}
 		io.WriteString(server, "key=a exp=-1 la=1000 cas=1 fetch=yes cls=1 size=100\r\n"+
-			"key=b exp=-1 la=939 cas=2 fetch=no cls=1 size=200\r\n"+
-			"key=c exp=-1 la=940 cas=3 fetch=no cls=1 size=400\r\nEND\r\n")
+			"key=b exp=-1 la=939 cas=2 fetch=yes cls=1 size=200\r\n"+
+			"key=c exp=-1 la=940 cas=3 fetch=yes cls=1 size=400\r\n"+
+			"key=d exp=-1 la=1000 cas=4 fetch=no cls=1 size=800\r\nEND\r\n")
 	}()
 	byAge, busy, err := countWorkingSet(client, 1000)
 	if err != nil || busy {
