@@ -93,17 +93,28 @@ func (l logsOf) Read(_ context.Context, _, pod string, _ *corev1.PodLogOptions) 
 	return l[pod], nil
 }
 
+// copyOfTwoSlots is the copy step of a move from slots c-0 and c-1 to c-0
+// alone, begun at its plan's Started, and c-0's word of it: c-1 has said
+// nothing.
+func copyOfTwoSlots(t *testing.T) (st membershipState, to discovery.Cluster, copied []byte) {
+	t.Helper()
+	from := discovery.Cluster{Version: 3, Nodes: []discovery.Node{
+		{Host: "c-0.c.ns.svc", IP: "10.0.0.1", Port: 11211}, {Host: "c-1.c.ns.svc", IP: "10.0.0.2", Port: 11211}}}
+	to = discovery.Cluster{Version: 4, Nodes: from.Nodes[:1]}
+	started := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	plan := move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy, From: string(from.Body()), To: string(to.Body()), Started: started, Stepped: started}
+	// A follower that holds none of from's keys copies nothing and says so.
+	copied = followerLog(t, "c-0", move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy,
+		From: string(discovery.Cluster{Version: 1, Nodes: []discovery.Node{{Host: "other.c.ns.svc", IP: "10.0.0.9", Port: 11211}}}.Body()), To: plan.To})
+	return membershipState{published: from, plan: &plan, from: from, to: to}, to, copied
+}
+
 // A copy waits for every pod's word, and no longer than moveStepBound: a
 // pod still silent then is left behind, and a Warning event names it.
 func TestACopyWaitsForThePodsWithinItsBound(t *testing.T) {
 	g := NewWithT(t)
-	from := discovery.Cluster{Version: 3, Nodes: []discovery.Node{
-		{Host: "c-0.c.ns.svc", IP: "10.0.0.1", Port: 11211}, {Host: "c-1.c.ns.svc", IP: "10.0.0.2", Port: 11211}}}
-	to := discovery.Cluster{Version: 4, Nodes: from.Nodes[:1]}
-	started := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	plan := move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy, From: string(from.Body()), To: string(to.Body()), Started: started, Stepped: started}
-	copied := followerLog(t, "c-0", move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy,
-		From: string(discovery.Cluster{Version: 1, Nodes: []discovery.Node{{Host: "other.c.ns.svc", IP: "10.0.0.9", Port: 11211}}}.Body()), To: plan.To})
+	st, to, copied := copyOfTwoSlots(t)
+	started := st.plan.Started
 	now := started.Add(time.Minute)
 	recorder := events.NewFakeRecorder(10)
 	s := &scope{
@@ -113,7 +124,6 @@ func TestACopyWaitsForThePodsWithinItsBound(t *testing.T) {
 	for _, name := range []string{"c-0", "c-1"} {
 		s.obs.Pods = append(s.obs.Pods, &owned.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, IP: "10.0.0.1"})
 	}
-	st := membershipState{published: from, plan: &plan, from: from, to: to}
 
 	_, planned, _, err := s.moveStep(context.Background(), st, to, nil)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -11,10 +11,7 @@ import (
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 	"github.com/example/memcached-operator/pkg/desired"
-	"github.com/example/memcached-operator/pkg/discovery"
-	"github.com/example/memcached-operator/pkg/move"
 	"github.com/example/memcached-operator/pkg/owned"
-	"github.com/example/memcached-operator/pkg/ring"
 )
 
 // A pod a step of a move still waits for is told of it again 5 s after
@@ -23,16 +20,8 @@ import (
 // nor is one already told of this re-telling.
 func TestAPodAStepWaitsForIsToldAgain(t *testing.T) {
 	g := NewWithT(t)
-	from := discovery.Cluster{Version: 3, Nodes: []discovery.Node{
-		{Host: "c-0.c.ns.svc", IP: "10.0.0.1", Port: 11211}, {Host: "c-1.c.ns.svc", IP: "10.0.0.2", Port: 11211}}}
-	to := discovery.Cluster{Version: 4, Nodes: from.Nodes[:1]}
-	started := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	plan := move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy, From: string(from.Body()), To: string(to.Body()), Started: started, Stepped: started}
-	// c-0's word of this move (a follower that holds none of from's keys
-	// copies nothing and says so).
-	copied := followerLog(t, "c-0", move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy,
-		From: string(discovery.Cluster{Version: 1, Nodes: []discovery.Node{{Host: "other.c.ns.svc", IP: "10.0.0.9", Port: 11211}}}.Body()), To: plan.To})
-	st := membershipState{published: from, plan: &plan, from: from, to: to}
+	st, to, copied := copyOfTwoSlots(t)
+	started := st.plan.Started
 	pods := []*owned.Pod{
 		{ObjectMeta: metav1.ObjectMeta{Name: "c-0", Namespace: "ns"}, IP: "10.0.0.1"},
 		{ObjectMeta: metav1.ObjectMeta{Name: "c-1", Namespace: "ns"}, IP: "10.0.0.2"},
