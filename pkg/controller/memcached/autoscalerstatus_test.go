@@ -2,6 +2,7 @@ package memcached
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ func TestTheAutoscalersStatusChangesWithItsDecisionOnly(t *testing.T) {
 	}
 	meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: cachev1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: "RolloutComplete"})
 	clock := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
 	evictions := map[string]uint64{}
 	step := uint64(10) // a minute per slot: under the target of 60, over a quarter of it
 	enqueued := 0
@@ -41,7 +43,10 @@ func TestTheAutoscalersStatusChangesWithItsDecisionOnly(t *testing.T) {
 				{ObjectMeta: metav1.ObjectMeta{Name: "cache-1", UID: "b"}, IP: "1", Ready: true},
 			}, nil
 		},
+		// Called for each pod at once.
 		Read: func(_ context.Context, ip string, _ int64) (autoscale.Signals, error) {
+			mu.Lock()
+			defer mu.Unlock()
 			evictions[ip] += step
 			return autoscale.Signals{Time: clock.Unix(), Uptime: clock.Unix(), Evictions: evictions[ip], GetHits: evictions[ip] * 3, LimitMaxbytes: 64 << 20, WorkingSetBytes: -1}, nil
 		},
