@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
@@ -214,4 +215,41 @@ func TestSlotsStayWithinMaxSize(t *testing.T) {
 	g.Expect(slotsOf("c", 3, membershipState{published: far, from: far, to: far})).To(Equal(int32(3)))
 	edge := discovery.Cluster{Version: 2, Nodes: []discovery.Node{{Host: fmt.Sprintf("c-%d.c.ns.svc", cachev1alpha1.MaxSize-1), IP: "10.0.0.1", Port: 11211}}}
 	g.Expect(slotsOf("c", 3, membershipState{published: edge})).To(Equal(int32(cachev1alpha1.MaxSize)))
+}
+
+// Once the new membership is published, the keys stay on their old slots
+// until the clients have polled it (spec.keyMoves.clientPollSeconds): a
+// client still on the old membership reads them there meanwhile. Only
+// then do the pods settle.
+func TestTheSettleWaitsForTheClientsPoll(t *testing.T) {
+	g := NewWithT(t)
+	st, to, _ := copyOfTwoSlots(t)
+	published := st.plan.Started.Add(10 * time.Second)
+	plan := *st.plan
+	plan.Step, plan.Stepped = move.StepPublished, published
+	st.plan, st.published = &plan, to
+	now := published
+	s := &scope{
+		Reconciler: &Reconciler{Logs: logsOf{}, Recorder: events.NewFakeRecorder(10), Now: func() time.Time { return now }},
+		m: &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"},
+			Spec: cachev1alpha1.MemcachedSpec{KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: string(ring.Libmemcached), ClientPollSeconds: ptr.To[int32](3)}}},
+	}
+	step := func() (move.Plan, time.Duration) {
+		t.Helper()
+		_, planned, res, err := s.moveStep(context.Background(), st, to, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		p, _, _, err := move.ParsePlan([]byte(planned))
+		g.Expect(err).NotTo(HaveOccurred())
+		return p, res.RequeueAfter
+	}
+
+	now = published.Add(2900 * time.Millisecond)
+	p, after := step()
+	g.Expect(p.Step).To(Equal(move.StepPublished), "the clients have not polled yet")
+	g.Expect(after).To(Equal(100*time.Millisecond), "looked at again once they have")
+
+	now = published.Add(3 * time.Second)
+	p, _ = step()
+	g.Expect(p.Step).To(Equal(move.StepSettle), "settled after the clients' poll")
+	g.Expect(p.Stepped).To(Equal(now))
 }
