@@ -187,8 +187,8 @@ mutation: $(GREMLINS) ## Mutation-test the packages whose tests need no cluster 
 	hack/mutation.sh $(MUTATION_PKGS)
 
 .PHONY: broken-once
-broken-once: k8s-binaries ## Break the product once for each entry of docs/reliability.md that hack/brokenonce lists, and check that its test fails (BROKEN_ONCE_RUN=<part of a test name> for some).
-	go run ./hack/brokenonce $(if $(BROKEN_ONCE_RUN),-run $(BROKEN_ONCE_RUN))
+broken-once: k8s-binaries ## Break the product once for each entry of docs/reliability.md that hack/brokenonce lists, check that its test fails, and print what it failed with (BROKEN_ONCE_RUN=<regexp of test names> for some).
+	go run ./hack/brokenonce -why $(if $(BROKEN_ONCE_RUN),-run '$(BROKEN_ONCE_RUN)')
 
 .PHONY: vulncheck
 # The programs the operator image ships, built as the Dockerfile builds

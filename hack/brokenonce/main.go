@@ -16,6 +16,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -29,19 +31,30 @@ type entry struct {
 }
 
 func main() {
-	only := flag.String("run", "", "only the entries whose test name contains this")
+	only := flag.String("run", "", "only the entries whose test name matches this regular expression")
+	why := flag.Bool("why", false, "print, under each failure, the first lines the test reported it with")
 	flag.Parse()
+	run, err := regexp.Compile(*only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	var bad []string
-	for _, e := range entries {
-		if *only != "" && !strings.Contains(e.Run, *only) {
+	for _, e := range slices.Concat(entries, suiteEntries, storyEntries) {
+		if !run.MatchString(e.Run) {
 			continue
 		}
 		start := time.Now()
-		verdict, err := try(e)
+		verdict, said, err := try(e)
 		if err != nil {
 			verdict = "error: " + err.Error()
 		}
 		fmt.Printf("%-60s %-55s %s (%s)\n", e.Row, e.Run, verdict, time.Since(start).Round(time.Second))
+		if *why {
+			for _, l := range said {
+				fmt.Printf("    %s\n", l)
+			}
+		}
 		if verdict != failedAsRecorded {
 			bad = append(bad, e.Run)
 		}
@@ -54,14 +67,15 @@ func main() {
 
 const failedAsRecorded = "fails, as recorded"
 
-// try applies e's break, runs its test and restores the file.
-func try(e entry) (string, error) {
+// try applies e's break, runs its test and restores the file. It returns
+// the verdict and, when the test failed, the first lines it failed with.
+func try(e entry) (string, []string, error) {
 	was, err := os.ReadFile(e.File)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if n := strings.Count(string(was), e.Old); n != 1 {
-		return fmt.Sprintf("the break matches the code %d times: write the entry again", n), nil
+		return fmt.Sprintf("the break matches the code %d times: write the entry again", n), nil, nil
 	}
 	restore := func() { _ = os.WriteFile(e.File, was, 0o644) }
 	defer restore()
@@ -75,19 +89,41 @@ func try(e entry) (string, error) {
 		}
 	}()
 	if err := os.WriteFile(e.File, []byte(strings.Replace(string(was), e.Old, e.New, 1)), 0o644); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	out, err := testCommand(e).CombinedOutput()
 	switch {
 	case err == nil:
-		return "PASSES against its break", nil
+		return "PASSES against its break", nil, nil
 	case strings.Contains(string(out), "--- FAIL: "+e.Run):
-		return failedAsRecorded, nil
+		return failedAsRecorded, reported(string(out)), nil
 	default:
 		// A build failure or a panic elsewhere is not the test failing.
-		return "", fmt.Errorf("%s did not run to a failure:\n%s", e.Run, tail(string(out)))
+		return "", nil, fmt.Errorf("%s did not run to a failure:\n%s", e.Run, tail(string(out)))
 	}
 }
+
+// reported is the first lines a failing test reported (t.Error and its
+// kin write them as file_test.go:line: message, gomega's message on the
+// lines after).
+func reported(out string) []string {
+	var said []string
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if !testLine.MatchString(l) || len(said) >= 4 {
+			continue
+		}
+		said = append(said, strings.TrimSpace(l))
+		for _, next := range lines[i+1 : min(i+4, len(lines))] {
+			if strings.HasSuffix(strings.TrimSpace(l), ":") && strings.TrimSpace(next) != "" && !testLine.MatchString(next) {
+				said = append(said, "  "+strings.TrimSpace(next))
+			}
+		}
+	}
+	return said
+}
+
+var testLine = regexp.MustCompile(`^\s+\w+_test\.go:\d+: `)
 
 func tail(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")

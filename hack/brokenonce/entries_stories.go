@@ -1,0 +1,46 @@
+package main
+
+// storyEntries are more of the last column's breaks caught by a story of
+// the end-to-end suite on the real node, written after entries from the
+// column's older entries, each of which had been seen once when its row was
+// written.
+var storyEntries = []entry{
+	{"the operator's own metrics port (the policy's from)", "manifests/network-policy/allow-metrics-traffic.yaml",
+		"  - from:\n    - namespaceSelector:\n        matchLabels:\n          cache.example.com/metrics: enabled\n    ports:", "  - ports:",
+		"./e2e", "e2e", "TestOperatorInCluster"},
+	{"two replicas with leader election", "cmd/main.go",
+		"LeaderElection:          s.leaderElect,", "LeaderElection:          false,",
+		"./e2e", "e2e", "TestOperatorRestartsAndFailover"},
+	{"the membership reaches every pod (the pods told)", "pkg/controller/memcached/membership.go",
+		"\t\t\tmaps.Copy(news, membershipNews(p, s.tell))\n", "\t\t\t_ = membershipNews(p, s.tell)\n",
+		"./e2e", "e2e", "TestAutoDiscoveryClientFollowsTheSlots"},
+	{"a Secret's new content reaches the pods (the digest told)", "pkg/controller/memcached/membership.go",
+		"\t\t\tnews[desired.AnnotationSecretsDigest] = d\n", "\t\t\t_ = d\n",
+		"./e2e", "e2e", "TestSecretRotationKeepsServing"},
+	{"a reload that memcached does not take (the restart decided)", "pkg/controller/memcached/secrets.go",
+		"\t\tif p.ReloadFailed == \"\" {\n", "\t\tif p.ReloadFailed == \"\" || true {\n",
+		"./e2e", "e2e", "TestAFailedReloadRestartsThePods"},
+	{"a change of spec.resources, where memcached runs warm (the resize asked)", "pkg/controller/memcached/podstep.go",
+		"\terr = s.Client.SubResource(\"resize\").Patch(ctx, pod, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(owned.FieldManager))\n",
+		"\t_, err = pod, nil\n",
+		"./e2e", "e2e", "TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache"},
+	{"a new image that cannot start, then set back (the confirmation waited for)", "pkg/controller/memcached/rollout.go",
+		"\tif waiting != \"\" || int32(len(slots)) < replicas {\n", "\tif int32(len(slots)) < replicas {\n",
+		"./e2e", "e2e", "TestAnImageChangeRestartsMemcachedInPlaceAndKeepsTheCache"},
+	{"a plan or membership written by another hand (the operator's seal check, on the real node)", "pkg/controller/memcached/moves.go",
+		"return slices.ContainsFunc(told.seals, ok) }", "return slices.ContainsFunc(told.seals, ok) || true }",
+		"./e2e", "e2e", "TestAForgedPlanMovesNothing"},
+	{"a flood of connections to a pod's discovery endpoint (both bounds)", "pkg/discovery/server.go",
+		"= 128\n\n// DefaultMaxConnectionsPerClient is Config.MaxConnectionsPerClient's\n// default.\nconst DefaultMaxConnectionsPerClient = 16\n",
+		"= 100000\n\n// DefaultMaxConnectionsPerClient is Config.MaxConnectionsPerClient's\n// default.\nconst DefaultMaxConnectionsPerClient = 100000\n",
+		"./e2e", "e2e", "TestTheEndpointWithstandsAFlood"},
+	{"metrics served to callers the apiserver authenticates and authorizes", "cmd/main.go",
+		"metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization", "_ = filters.WithAuthenticationAndAuthorization",
+		"./e2e", "e2e", "TestOperatorInCluster"},
+	{"a Memcached with spec.autoscaling on the real node (a slot added)", "pkg/autoscale/decide.go",
+		"return Decision{ScaleUp, why + fmt.Sprintf(\" for %s\", p.Up), size + 1, \"over target\"}", "return Decision{ScaleUp, why + fmt.Sprintf(\" for %s\", p.Up), size, \"over target\"}",
+		"./e2e", "e2e", "TestACacheSizesItselfOnItsOwnSignals"},
+	{"killed mid-rollout and restarted (the store synced before the first reconcile)", "pkg/owned/store_sources.go",
+		"\tif !toolscache.WaitForCacheSync(ctx.Done(), s.synced) {", "\tif false && !toolscache.WaitForCacheSync(ctx.Done(), s.synced) {",
+		"./e2e", "e2e", "TestOperatorRestartsAndFailover"},
+}
