@@ -249,6 +249,19 @@ type KeyMovesSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=3600
 	ClientPollSeconds *int32 `json:"clientPollSeconds,omitempty"`
+
+	// keysPerSecond bounds how many keys each pod's mover reads and
+	// writes a second, on a scale and on a hand-off (20000 when unset):
+	// higher hands a slot's keys over sooner, and so shortens the pods'
+	// termination grace period, which is sized for a hand-off of as many
+	// items as memcached holds at this rate; lower leaves more of the pod's
+	// CPU to the clients while keys move. Changing it replaces the pods,
+	// each handing its keys over.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=1000
+	// +kubebuilder:validation:Maximum=1000000
+	KeysPerSecond *int32 `json:"keysPerSecond,omitempty"`
 }
 
 // AnnotationValue is the value of an annotation the operator puts on pods.

@@ -123,6 +123,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 60
+    - name: keysPerSecond
+      type:
+        scalar: numeric
     - name: ring
       type:
         scalar: string

@@ -34,11 +34,14 @@ import (
 type config struct {
 	load workload
 	// opKeys are the keys stored before each operation and read after it.
-	opKeys     int
-	out        string
-	skipOps    bool
-	noReloader bool
-	skipTarget bool
+	opKeys int
+	// keysPerSecond, when set, is the operations' Memcached's
+	// spec.keyMoves.keysPerSecond.
+	keysPerSecond int
+	out           string
+	skipOps       bool
+	noReloader    bool
+	skipTarget    bool
 	// memory: measure a pod's memory at a full cache.
 	memory bool
 	// autoscale: the autoscaling run only (autoscale.go).
@@ -60,6 +63,7 @@ func main() {
 	flag.DurationVar(&c.load.warmUp, "warm-up", 3*time.Second, "unmeasured load before each window")
 	flag.DurationVar(&c.load.duration, "duration", 20*time.Second, "measured window per target")
 	flag.IntVar(&c.opKeys, "op-keys", 30000, "keys stored before each operation and read after it")
+	flag.IntVar(&c.keysPerSecond, "keys-per-second", 0, "the operations' Memcached's spec.keyMoves.keysPerSecond (0: unset, the mover's default)")
 	flag.StringVar(&c.out, "out", "", "also write the report to this markdown file (its generated part)")
 	flag.BoolVar(&c.skipOps, "skip-operations", false, "measure throughput only")
 	flag.BoolVar(&c.noReloader, "no-reloader", false, "run the operator without a reloader image (pods with TLS or authentication run no reloader and roll on new Secret content), to measure what the reloader costs")

@@ -65,6 +65,9 @@ func (e *env) startOps(ctx context.Context) (o *opsRun, stop func(), err error) 
 		// asks: a smaller cache would lose to memory what no move can keep.
 		MemoryLimitMiB: ptr.To[int32](opsMemoryMiB),
 	}}
+	if e.cfg.keysPerSecond > 0 {
+		o.mc.Spec.KeyMoves.KeysPerSecond = ptr.To(int32(e.cfg.keysPerSecond))
+	}
 	if err := e.c.Create(ctx, o.mc); err != nil {
 		return nil, nil, err
 	}

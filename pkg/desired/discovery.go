@@ -171,6 +171,10 @@ func discoveryContainer(m *cachev1alpha1.Memcached, images Images) *corev1ac.Con
 		if m.Spec.Auth != nil {
 			args = append(args, "--auth-file="+path.Join(servedDir, authFile))
 		}
+		// Only when set: the pods made before the field keep their shape.
+		if m.Spec.KeyMoves.KeysPerSecond != nil {
+			args = append(args, "--move-rate="+strconv.FormatInt(MoveRate(m), 10))
+		}
 		if HandsOffOnDeletion(m, images) {
 			args = append(args, handOffArgs(m)...)
 		}

@@ -29,9 +29,10 @@ const (
 	// smallestItemBytes is memcached's smallest item (1.6.18's first slab
 	// class, of 96 bytes), which bounds how many items its memory holds.
 	smallestItemBytes = 96
-	// moveRate is the keys a second the discovery container's mover reads
-	// and writes at most (cmd/discovery's --move-rate default).
-	moveRate = 20000
+	// defaultMoveRate is the keys a second the discovery container's mover
+	// reads and writes at most without spec.keyMoves.keysPerSecond
+	// (cmd/discovery's --move-rate default).
+	defaultMoveRate = 20000
 	// copyPasses is how often a copy lists the keys (pkg/move's).
 	copyPasses = 2
 	// publicationWaitSeconds is how long a leaving pod waits, its keys
@@ -52,11 +53,22 @@ func HandsOffOnDeletion(m *cachev1alpha1.Memcached, images Images) bool {
 // keys off on deletion: a copy and a settle of as many items as memcached's
 // memory holds at most (its smallest items) at the mover's rate, the wait
 // for the publication, the clients' poll, and the time memcached has to
-// stop after. 290 s for 64 MiB and the default poll of 60 s.
+// stop after. 290 s for 64 MiB, the default poll of 60 s and the default
+// rate.
 func HandOffGraceSeconds(m *cachev1alpha1.Memcached) int64 {
 	items := int64(memoryLimitMiB(m)) << 20 / smallestItemBytes
-	move := (copyPasses*items + moveRate - 1) / moveRate
+	rate := MoveRate(m)
+	move := (copyPasses*items + rate - 1) / rate
 	return move + publicationWaitSeconds + int64(ClientPoll(m).Seconds()) + move + terminationGracePeriodSeconds
+}
+
+// MoveRate is how many keys a second each of m's pods' movers reads and
+// writes at most: spec.keyMoves.keysPerSecond, or the mover's default.
+func MoveRate(m *cachev1alpha1.Memcached) int64 {
+	if m.Spec.KeyMoves == nil || m.Spec.KeyMoves.KeysPerSecond == nil {
+		return defaultMoveRate
+	}
+	return int64(*m.Spec.KeyMoves.KeysPerSecond)
 }
 
 // gracePeriodSeconds is m's pods' termination grace period.

@@ -56,3 +56,33 @@ func TestADeletedPodHandsItsKeysOffWithinItsGrace(t *testing.T) {
 		g.Expect(*ps.Containers[0].Lifecycle.PreStop.Sleep.Seconds).To(Equal(int64(preStopSleepSeconds)))
 	}
 }
+
+// spec.keyMoves.keysPerSecond reaches each pod's mover and sizes the grace
+// period: at five times the default rate a full memcached's copy and settle
+// take a fifth as long. Unset, the mover keeps its default and the pods
+// their shape (no flag).
+func TestTheMoveRateReachesTheMoverAndSizesTheGrace(t *testing.T) {
+	g := NewWithT(t)
+	images := Images{Memcached: "memcached:1", Reloader: "operator:1"}
+	spec := cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3), MemoryLimitMiB: ptr.To[int32](8192),
+		KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: "node", ClientPollSeconds: ptr.To[int32](60)}}
+	discoveryArgs := func(m *cachev1alpha1.Memcached) []string {
+		for _, c := range StatefulSet(m, images, SecretDigests{}).Spec.Template.Spec.Containers {
+			if *c.Name == DiscoveryContainerName {
+				return c.Args
+			}
+		}
+		t.Fatal("no discovery container")
+		return nil
+	}
+	unset := memcached("cache", spec)
+	g.Expect(discoveryArgs(unset)).NotTo(ContainElement(HavePrefix("--move-rate")))
+	g.Expect(MoveRate(unset)).To(Equal(int64(20000)))
+
+	fast := unset.DeepCopy()
+	fast.Spec.KeyMoves.KeysPerSecond = ptr.To[int32](100000)
+	g.Expect(discoveryArgs(fast)).To(ContainElement("--move-rate=100000"))
+	items := int64(8192) << 20 / 96
+	g.Expect(HandOffGraceSeconds(fast)).To(Equal(2*((2*items+99999)/100000) + 150))
+	g.Expect(HandOffGraceSeconds(fast)).To(BeNumerically("<", HandOffGraceSeconds(unset)))
+}

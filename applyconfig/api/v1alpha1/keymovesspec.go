@@ -37,6 +37,15 @@ type KeyMovesSpecApplyConfiguration struct {
 	// runs, this long before they are removed.
 	//
 	ClientPollSeconds *int32 `json:"clientPollSeconds,omitempty"`
+	// keysPerSecond bounds how many keys each pod's mover reads and
+	// writes a second, on a scale and on a hand-off (20000 when unset):
+	// higher hands a slot's keys over sooner, and so shortens the pods'
+	// termination grace period, which is sized for a hand-off of as many
+	// items as memcached holds at this rate; lower leaves more of the pod's
+	// CPU to the clients while keys move. Changing it replaces the pods,
+	// each handing its keys over.
+	//
+	KeysPerSecond *int32 `json:"keysPerSecond,omitempty"`
 }
 
 // KeyMovesSpecApplyConfiguration constructs a declarative configuration of the KeyMovesSpec type for use with
@@ -58,5 +67,13 @@ func (b *KeyMovesSpecApplyConfiguration) WithRing(value string) *KeyMovesSpecApp
 // If called multiple times, the ClientPollSeconds field is set to the value of the last call.
 func (b *KeyMovesSpecApplyConfiguration) WithClientPollSeconds(value int32) *KeyMovesSpecApplyConfiguration {
 	b.ClientPollSeconds = &value
+	return b
+}
+
+// WithKeysPerSecond sets the KeysPerSecond field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the KeysPerSecond field is set to the value of the last call.
+func (b *KeyMovesSpecApplyConfiguration) WithKeysPerSecond(value int32) *KeyMovesSpecApplyConfiguration {
+	b.KeysPerSecond = &value
 	return b
 }
