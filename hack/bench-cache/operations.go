@@ -45,7 +45,7 @@ type operation struct {
 	// those of the same reads at rest just before it.
 	p99, p99Rest time.Duration
 	// movedKeys is what the operator said of the keys it moved (its
-	// KeysMoved event), when it moved some.
+	// KeysMoved events, oldest first), when it moved some.
 	movedKeys string
 	// keysLost is the operator's last KeysLost event during the
 	// operation: a slot whose pod went without handing its keys off.

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math/rand/v2"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -167,6 +170,24 @@ func (r *reader) first() string {
 
 // lastEvent is the note of the last event of reason about m since since,
 // or "none".
+// eventsSince are the notes of m's events of reason from since on, oldest
+// first, or "none".
+func eventsSince(ctx context.Context, c client.Client, m *cachev1alpha1.Memcached, reason string, since time.Time) (string, error) {
+	list := &eventsv1.EventList{}
+	if err := c.List(ctx, list, client.InNamespace(m.Namespace)); err != nil {
+		return "", err
+	}
+	evs := slices.DeleteFunc(list.Items, func(ev eventsv1.Event) bool {
+		return ev.Regarding.Name != m.Name || ev.Regarding.Kind != cachev1alpha1.Kind || ev.Reason != reason || ev.EventTime.Time.Before(since)
+	})
+	slices.SortFunc(evs, func(a, b eventsv1.Event) int { return a.EventTime.Time.Compare(b.EventTime.Time) })
+	var notes []string
+	for _, ev := range evs {
+		notes = append(notes, ev.Note)
+	}
+	return cmp.Or(strings.Join(notes, "; "), "none"), nil
+}
+
 func lastEvent(ctx context.Context, c client.Client, m *cachev1alpha1.Memcached, reason string, since time.Time) (string, error) {
 	list := &eventsv1.EventList{}
 	if err := c.List(ctx, list, client.InNamespace(m.Namespace)); err != nil {

@@ -65,7 +65,7 @@ func render(e *env, rows []measured, ops []operation) string {
 func opNotes(b *strings.Builder, ops []operation) {
 	for _, o := range ops {
 		if o.moves {
-			fmt.Fprintf(b, "\n%s: the operator's KeysMoved event: %s\n", o.name, o.movedKeys)
+			fmt.Fprintf(b, "\n%s: the operator's KeysMoved events: %s\n", o.name, o.movedKeys)
 		}
 	}
 	for _, o := range ops {
