@@ -103,22 +103,24 @@ func try(e entry) (string, []string, error) {
 	}
 }
 
-// reported is the first lines a failing test reported (t.Error and its
-// kin write them as file_test.go:line: message, gomega's message on the
-// lines after).
+// reported is the last lines a failing test reported (t.Log, t.Error and
+// their kin write them as file_test.go:line: message, gomega's message on
+// the lines after): a failure comes after the logs that led to it.
 func reported(out string) []string {
-	var said []string
 	lines := strings.Split(out, "\n")
-	for i, l := range lines {
-		if !testLine.MatchString(l) || len(said) >= 4 {
+	var said []string
+	for i := len(lines) - 1; i >= 0 && len(said) < 3; i-- {
+		l := lines[i]
+		if !testLine.MatchString(l) {
 			continue
 		}
-		said = append(said, strings.TrimSpace(l))
+		one := []string{strings.TrimSpace(l)}
 		for _, next := range lines[i+1 : min(i+4, len(lines))] {
-			if strings.HasSuffix(strings.TrimSpace(l), ":") && strings.TrimSpace(next) != "" && !testLine.MatchString(next) {
-				said = append(said, "  "+strings.TrimSpace(next))
+			if strings.HasSuffix(strings.TrimSpace(l), ":") && strings.TrimSpace(next) != "" && !testLine.MatchString(next) && !strings.HasPrefix(next, "FAIL") {
+				one = append(one, "  "+strings.TrimSpace(next))
 			}
 		}
+		said = append(one, said...)
 	}
 	return said
 }
