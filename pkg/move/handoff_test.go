@@ -33,6 +33,8 @@ type handOffSlots struct {
 	port        int
 	// addr is each server's address, by its name on the rings.
 	addr map[string]string
+	// last is the index of the last slot, the one that leaves.
+	last int
 }
 
 func (s *handOffSlots) set(t *testing.T, r *ring.Ring, key, value string) {
@@ -47,9 +49,18 @@ func (s *handOffSlots) get(t *testing.T, r *ring.Ring, key string) string {
 	return s.c.at(t, s.addr[r.Server(key)], key)
 }
 
+// startHandOffSlots starts three slots holding keys, the last of which
+// leaves (startSlotsHandingOff).
 func startHandOffSlots(t *testing.T, keys int) *handOffSlots {
-	s := &handOffSlots{c: &cluster{clients: map[string]*memcache.Client{}}, addr: map[string]string{}}
-	hosts := []string{"127.0.0.101", "127.0.0.102", "127.0.0.103"}
+	return startSlotsHandingOff(t, 3, keys)
+}
+
+// startSlotsHandingOff starts n slots (at most three) holding keys, and
+// their discovery endpoints serving a membership of all n; the last one
+// leaves.
+func startSlotsHandingOff(t *testing.T, n, keys int) *handOffSlots {
+	s := &handOffSlots{c: &cluster{clients: map[string]*memcache.Client{}}, addr: map[string]string{}, last: n - 1}
+	hosts := []string{"127.0.0.101", "127.0.0.102", "127.0.0.103"}[:n]
 	var nodes []discovery.Node
 	for i, h := range hosts {
 		addr := s.c.add(t, h)
@@ -59,7 +70,7 @@ func startHandOffSlots(t *testing.T, keys int) *handOffSlots {
 		s.addr[move.Server(nodes[i])] = addr
 	}
 	s.from = discovery.Cluster{Version: 7, Nodes: nodes}
-	s.to = discovery.Cluster{Version: 8, Nodes: nodes[:2]}
+	s.to = discovery.Cluster{Version: 8, Nodes: nodes[:s.last]}
 	s.before = s.c.ring(t, move.Servers(s.from))
 	s.aft = s.c.ring(t, move.Servers(s.to))
 	lns := listenOnOnePort(t, hosts)
@@ -126,11 +137,11 @@ func (s *handOffSlots) leaver(dir string, wait time.Duration, log *syncBuffer) *
 	return &move.Leaver{
 		Follower: &move.Follower{
 			Mover: &move.Mover{Dial: plain},
-			Host:  "cache-2",
-			Local: s.c.names[2],
+			Host:  fmt.Sprintf("cache-%d", s.last),
+			Local: s.c.names[s.last],
 			Log:   slog.New(slog.NewJSONHandler(log, nil)),
 		},
-		MembershipFile:  s.files[2],
+		MembershipFile:  s.files[s.last],
 		Ring:            ring.Libmemcached,
 		ClientPoll:      300 * time.Millisecond,
 		PublicationWait: wait,
