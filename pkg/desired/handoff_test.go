@@ -2,6 +2,7 @@ package desired
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/utils/ptr"
@@ -85,4 +86,23 @@ func TestTheMoveRateReachesTheMoverAndSizesTheGrace(t *testing.T) {
 	items := int64(8192) << 20 / 96
 	g.Expect(HandOffGraceSeconds(fast)).To(Equal(2*((2*items+99999)/100000) + 150))
 	g.Expect(HandOffGraceSeconds(fast)).To(BeNumerically("<", HandOffGraceSeconds(unset)))
+
+	// A copy of exactly so many seconds is not rounded up: 48 MiB hold
+	// 524,288 of the smallest items, two listings of them 1,024 s at
+	// 1,024 keys a second.
+	exact := memcached("cache", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3), MemoryLimitMiB: ptr.To[int32](48),
+		KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: "node", ClientPollSeconds: ptr.To[int32](60), KeysPerSecond: ptr.To[int32](1024)}})
+	g.Expect(HandOffGraceSeconds(exact)).To(Equal(int64(2*1024 + 150)))
+}
+
+// The clients' poll is spec.keyMoves.clientPollSeconds, which the hand-off
+// waits for and the grace period counts; 60 s where it is unset (the
+// CRD's default).
+func TestTheClientsPollIsTheSpecsOr60Seconds(t *testing.T) {
+	g := NewWithT(t)
+	polled := memcached("cache", cachev1alpha1.MemcachedSpec{KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: "node", ClientPollSeconds: ptr.To[int32](10)}})
+	g.Expect(ClientPoll(polled)).To(Equal(10 * time.Second))
+	g.Expect(handOffArgs(polled)).To(ContainElement("--client-poll=10s"))
+	g.Expect(ClientPoll(memcached("cache", cachev1alpha1.MemcachedSpec{KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: "node"}}))).To(Equal(time.Minute))
+	g.Expect(ClientPoll(memcached("cache", cachev1alpha1.MemcachedSpec{}))).To(Equal(time.Minute))
 }

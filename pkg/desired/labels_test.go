@@ -61,4 +61,7 @@ func TestResourcesSendOnlyWhatIsGiven(t *testing.T) {
 	r = resources(&corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}})
 	g.Expect(r).NotTo(BeNil())
 	g.Expect(r.Claims).To(HaveLen(1))
+	g.Expect(r.Claims[0].Request).To(BeNil(), "no request named where the claim names none")
+	r = resources(&corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu", Request: "first"}}})
+	g.Expect(r.Claims).To(ConsistOf(HaveField("Request", HaveValue(Equal("first")))))
 }
