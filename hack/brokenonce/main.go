@@ -32,7 +32,7 @@ type entry struct {
 
 func main() {
 	only := flag.String("run", "", "only the entries whose test name matches this regular expression")
-	why := flag.Bool("why", false, "print, under each failure, the first lines the test reported it with")
+	why := flag.Bool("why", false, "print, under each failure, the last lines the test reported")
 	flag.Parse()
 	run, err := regexp.Compile(*only)
 	if err != nil {
@@ -68,7 +68,7 @@ func main() {
 const failedAsRecorded = "fails, as recorded"
 
 // try applies e's break, runs its test and restores the file. It returns
-// the verdict and, when the test failed, the first lines it failed with.
+// the verdict and, when the test failed, the last lines it reported.
 func try(e entry) (string, []string, error) {
 	was, err := os.ReadFile(e.File)
 	if err != nil {
