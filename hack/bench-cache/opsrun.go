@@ -207,7 +207,7 @@ func (o *opsRun) count(op *operation, reading *reader, before []corev1.Pod, slot
 	op.restarted = len(restartedSlots)
 	op.reads, op.misses, op.firstError, op.p99 = reading.reads.Load(), reading.misses.Load(), reading.first(), reading.p99()
 	if op.moves {
-		if op.movedKeys, err = eventsSince(o.ctx, o.e.c, o.mc, "KeysMoved", start); err != nil {
+		if op.movedKeys, err = allEvents(o.ctx, o.e.c, o.mc, "KeysMoved", start); err != nil {
 			return err
 		}
 	}

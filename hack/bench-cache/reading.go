@@ -168,41 +168,38 @@ func (r *reader) first() string {
 	return r.firstError
 }
 
-// lastEvent is the note of the last event of reason about m since since,
-// or "none".
 // eventsSince are the notes of m's events of reason from since on, oldest
-// first, or "none".
-func eventsSince(ctx context.Context, c client.Client, m *cachev1alpha1.Memcached, reason string, since time.Time) (string, error) {
+// first.
+func eventsSince(ctx context.Context, c client.Client, m *cachev1alpha1.Memcached, reason string, since time.Time) ([]string, error) {
 	list := &eventsv1.EventList{}
 	if err := c.List(ctx, list, client.InNamespace(m.Namespace)); err != nil {
-		return "", err
+		return nil, err
 	}
 	evs := slices.DeleteFunc(list.Items, func(ev eventsv1.Event) bool {
 		return ev.Regarding.Name != m.Name || ev.Regarding.Kind != cachev1alpha1.Kind || ev.Reason != reason || ev.EventTime.Time.Before(since)
 	})
-	slices.SortFunc(evs, func(a, b eventsv1.Event) int { return a.EventTime.Time.Compare(b.EventTime.Time) })
-	var notes []string
-	for _, ev := range evs {
-		notes = append(notes, ev.Note)
+	slices.SortStableFunc(evs, func(a, b eventsv1.Event) int { return a.EventTime.Time.Compare(b.EventTime.Time) })
+	notes := make([]string, len(evs))
+	for i, ev := range evs {
+		notes[i] = ev.Note
 	}
-	return cmp.Or(strings.Join(notes, "; "), "none"), nil
+	return notes, nil
 }
 
+// allEvents is every note of eventsSince in one line, or "none".
+func allEvents(ctx context.Context, c client.Client, m *cachev1alpha1.Memcached, reason string, since time.Time) (string, error) {
+	notes, err := eventsSince(ctx, c, m, reason, since)
+	return cmp.Or(strings.Join(notes, "; "), "none"), err
+}
+
+// lastEvent is the note of the last event of reason about m since since,
+// or "none".
 func lastEvent(ctx context.Context, c client.Client, m *cachev1alpha1.Memcached, reason string, since time.Time) (string, error) {
-	list := &eventsv1.EventList{}
-	if err := c.List(ctx, list, client.InNamespace(m.Namespace)); err != nil {
-		return "", err
+	notes, err := eventsSince(ctx, c, m, reason, since)
+	if len(notes) == 0 {
+		return "none", err
 	}
-	note, at := "none", since
-	for _, ev := range list.Items {
-		if ev.Regarding.Name != m.Name || ev.Regarding.Kind != cachev1alpha1.Kind || ev.Reason != reason {
-			continue
-		}
-		if t := ev.EventTime.Time; !t.Before(at) {
-			note, at = ev.Note, t
-		}
-	}
-	return note, nil
+	return notes[len(notes)-1], err
 }
 
 // readers and readInterval set the reading rate: 4 goroutines, each at

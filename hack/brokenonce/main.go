@@ -40,7 +40,7 @@ func main() {
 		os.Exit(2)
 	}
 	var bad []string
-	for _, e := range slices.Concat(entries, suiteEntries, storyEntries) {
+	for _, e := range allEntries() {
 		if !run.MatchString(e.Run) {
 			continue
 		}
@@ -66,6 +66,9 @@ func main() {
 }
 
 const failedAsRecorded = "fails, as recorded"
+
+// allEntries are the entries of every list.
+func allEntries() []entry { return slices.Concat(entries, suiteEntries, storyEntries) }
 
 // try applies e's break, runs its test and restores the file. It returns
 // the verdict and, when the test failed, the last lines it reported.
