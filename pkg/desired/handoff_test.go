@@ -86,6 +86,12 @@ func TestTheMoveRateReachesTheMoverAndSizesTheGrace(t *testing.T) {
 	items := int64(8192) << 20 / 96
 	g.Expect(HandOffGraceSeconds(fast)).To(Equal(2*((2*items+99999)/100000) + 150))
 	g.Expect(HandOffGraceSeconds(fast)).To(BeNumerically("<", HandOffGraceSeconds(unset)))
+	// A new rate is a new pod shape: the pods are replaced (with a
+	// hand-off), not kept with the mover's old flag.
+	shape := func(m *cachev1alpha1.Memcached) string {
+		return StatefulSet(m, images, SecretDigests{}).Spec.Template.Annotations[AnnotationPodShape]
+	}
+	g.Expect(shape(fast)).NotTo(Equal(shape(unset)))
 
 	// A copy of exactly so many seconds is not rounded up: 48 MiB hold
 	// 524,288 of the smallest items, two listings of them 1,024 s at
