@@ -82,6 +82,7 @@ func TestACacheSizesItselfOnItsOwnSignals(t *testing.T) {
 			t.Logf("back to 1 slot %s after the load stopped: %s", time.Since(start).Round(time.Second), m.Status.Autoscaling.LastScale)
 			g.Expect(m.Status.Autoscaling.LastScale).To(ContainSubstring("scaled from 2 to 1 slots: "))
 			g.Expect(m.Status.Autoscaling.LastScale).To(ContainSubstring("fit 1 slot ("))
+			g.Expect(m.Status.Autoscaling.LastScale).To(ContainSubstring("1 slot would lose an estimated"))
 			g.Eventually(func(g Gomega) {
 				g.Expect(rc.follow(endpoints(t, cfg)())).To(Succeed())
 				g.Expect(rc.addr).To(HaveLen(1))

@@ -53,6 +53,19 @@ type AutoscalingSpec struct {
 	// +kubebuilder:validation:Maximum=99
 	HitRatioPercent *int32 `json:"hitRatioPercent,omitempty"`
 
+	// maxHitRatioLossPermille is the most hit ratio, in thousandths (10 is
+	// one point: 95% to 94%), that one slot fewer may lose for a slot to be
+	// removed, as the operator estimates it from the reuse distances of a
+	// sample of the gets (SHARDS, a miss-ratio curve): the gets an LRU
+	// cache one slot smaller would no longer serve. 0 removes a slot only
+	// when it would lose none.
+	//
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	MaxHitRatioLossPermille *int32 `json:"maxHitRatioLossPermille,omitempty"`
+
 	// scaleUpSeconds is how long a signal must stay above its target
 	// before a slot is added.
 	//
@@ -64,8 +77,10 @@ type AutoscalingSpec struct {
 
 	// scaleDownSeconds is how long the evictions of read items must stay
 	// under a quarter of their target, with every item read in that time
-	// fitting in one slot fewer, before a slot is removed. It is also the
-	// time over which that working set is counted.
+	// fitting in one slot fewer and the estimated loss of hit ratio within
+	// maxHitRatioLossPermille, before a slot is removed. It is also the
+	// time over which that working set and the gets' reuse distances are
+	// counted.
 	//
 	// +optional
 	// +kubebuilder:default=600

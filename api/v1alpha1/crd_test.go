@@ -205,6 +205,8 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 			"maxSize must be at least minSize"},
 		{"autoscaling's scale-down window under a minute", cachev1alpha1.MemcachedSpec{KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: "node"}, Autoscaling: &cachev1alpha1.AutoscalingSpec{MinSize: 1, MaxSize: 2, ScaleDownSeconds: ptr.To[int32](30)}},
 			"spec.autoscaling.scaleDownSeconds in body should be greater than or equal to 60"},
+		{"autoscaling's hit ratio loss over the whole", cachev1alpha1.MemcachedSpec{KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: "node"}, Autoscaling: &cachev1alpha1.AutoscalingSpec{MinSize: 1, MaxSize: 2, MaxHitRatioLossPermille: ptr.To[int32](1001)}},
+			"spec.autoscaling.maxHitRatioLossPermille in body should be less than or equal to 1000"},
 		{"key moves slower than a thousand keys a second", cachev1alpha1.MemcachedSpec{KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: "node", KeysPerSecond: ptr.To[int32](999)}},
 			"spec.keyMoves.keysPerSecond in body should be greater than or equal to 1000"},
 		{"key moves faster than a million keys a second", cachev1alpha1.MemcachedSpec{KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: "node", KeysPerSecond: ptr.To[int32](1000001)}},

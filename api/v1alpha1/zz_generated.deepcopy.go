@@ -84,6 +84,11 @@ func (in *AutoscalingSpec) DeepCopyInto(out *AutoscalingSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.MaxHitRatioLossPermille != nil {
+		in, out := &in.MaxHitRatioLossPermille, &out.MaxHitRatioLossPermille
+		*out = new(int32)
+		**out = **in
+	}
 	if in.ScaleUpSeconds != nil {
 		in, out := &in.ScaleUpSeconds, &out.ScaleUpSeconds
 		*out = new(int32)

@@ -69,6 +69,10 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: hitRatioPercent
       type:
         scalar: numeric
+    - name: maxHitRatioLossPermille
+      type:
+        scalar: numeric
+      default: 10
     - name: maxSize
       type:
         scalar: numeric

@@ -49,7 +49,7 @@ func TestTheReasonsSayTheReadings(t *testing.T) {
 	}
 	p.HitRatio = 0
 	busy := Sample{Slots: 1, ReadEvictionsPerMinute: 20, HitRatio: 0.99, GetsPerSecond: 12, WorkingSetBytes: 0, SlotBytes: 64 << 20}
-	if d := Decide(p, 1, every(time.Minute, busy), t0.Add(time.Minute)); d.Reason != "20.0 evictions of read items a minute per slot (target 60), hit ratio 99.0% at 12 gets/s, working set 0.0 MiB of 64.0 MiB a slot" {
+	if d := Decide(p, 1, every(time.Minute, busy), t0.Add(time.Minute)); d.Reason != "20.0 evictions of read items a minute per slot (target 60), hit ratio 99.0% at 12 gets/s, working set 0.0 MiB of 64.0 MiB a slot; no estimate of the hit ratio at another size (no reuse distances counted)" {
 		t.Fatalf("reason %q", d.Reason)
 	}
 	busy.WorkingSetBytes = -1

@@ -29,6 +29,9 @@ type Policy struct {
 	ReadEvictionsPerMinute float64
 	// HitRatio is 0 when not set.
 	HitRatio float64
+	// MaxLoss is the most hit ratio (a fraction) one slot fewer may lose,
+	// as estimated from the gets' reuse distances, for a slot to be removed.
+	MaxLoss  float64
 	Up, Down time.Duration
 }
 
@@ -39,6 +42,7 @@ func PolicyOf(a *cachev1alpha1.AutoscalingSpec) Policy {
 		Max:                    a.MaxSize,
 		ReadEvictionsPerMinute: float64(ptr.Deref(a.ReadEvictionsPerMinute, 60)),
 		HitRatio:               float64(ptr.Deref(a.HitRatioPercent, 0)) / 100,
+		MaxLoss:                float64(ptr.Deref(a.MaxHitRatioLossPermille, 10)) / 1000,
 		Up:                     time.Duration(ptr.Deref(a.ScaleUpSeconds, 60)) * time.Second,
 		Down:                   time.Duration(ptr.Deref(a.ScaleDownSeconds, 600)) * time.Second,
 	}
@@ -88,7 +92,7 @@ func Decide(p Policy, size int32, samples []Sample, now time.Time) Decision {
 	why, under := p.under(last, size)
 	switch {
 	case !under || size <= p.Min:
-		return Decision{Hold, p.readings(last), size, "steady"}
+		return Decision{Hold, p.readings(last, size), size, "steady"}
 	case !lasted(whole, now, p.Down, func(s Sample) bool { _, u := p.under(s, size); return u }):
 		return Decision{ScaleDown, why + fmt.Sprintf("; a slot is removed once this lasts %s", p.Down), size, "under target, window running"}
 	}
@@ -133,10 +137,16 @@ func (p Policy) over(s Sample) (string, bool) {
 
 // under tells whether s allows one slot fewer than size, and why: the
 // evictions of read items under a quarter of their target, the hit ratio
-// at its target, and the working set within Headroom of size-1 slots.
+// at its target, the working set within Headroom of size-1 slots, and the
+// hit ratio one slot fewer loses, as estimated, within MaxLoss (when the
+// reuse distances are not counted, the working set alone decides; while
+// they are counted over less than the window, nothing does).
 func (p Policy) under(s Sample, size int32) (string, bool) {
 	fewer := float64(size-1) * float64(s.SlotBytes) * Headroom
+	e := estimateOf(s, size, p.Down)
 	switch {
+	case e.pending || (e.known && e.lost > p.MaxLoss):
+		return "", false
 	case s.ReadEvictionsPerMinute >= p.ReadEvictionsPerMinute/4:
 		return "", false
 	case p.HitRatio > 0 && s.HitRatio < p.HitRatio:
@@ -144,18 +154,22 @@ func (p Policy) under(s Sample, size int32) (string, bool) {
 	case s.WorkingSetBytes < 0 || float64(s.WorkingSetBytes) > fewer:
 		return "", false
 	}
-	return fmt.Sprintf("%.1f evictions of read items a minute per slot, and the items read in the last %s (%s) fit %s (%s with %.0f%% headroom)",
-		s.ReadEvictionsPerMinute, p.Down, mib(s.WorkingSetBytes), slots(size-1), mib(int64(fewer)), 100*(1-Headroom)), true
+	why := fmt.Sprintf("%.1f evictions of read items a minute per slot, and the items read in the last %s (%s) fit %s (%s with %.0f%% headroom)",
+		s.ReadEvictionsPerMinute, p.Down, mib(s.WorkingSetBytes), slots(size-1), mib(int64(fewer)), 100*(1-Headroom))
+	if !e.known {
+		return why + "; " + e.says(size), true
+	}
+	return why + fmt.Sprintf("; %s would lose an estimated %.1f points of hit ratio (at most %.1f)", slots(size-1), 100*e.lost, 100*p.MaxLoss), true
 }
 
-// readings says s as a reason to hold.
-func (p Policy) readings(s Sample) string {
+// readings says s, a sample of size slots, as a reason to hold.
+func (p Policy) readings(s Sample, size int32) string {
 	ws := "unknown"
 	if s.WorkingSetBytes >= 0 {
 		ws = mib(s.WorkingSetBytes)
 	}
-	return fmt.Sprintf("%.1f evictions of read items a minute per slot (target %.0f), hit ratio %.1f%% at %.0f gets/s, working set %s of %s a slot",
-		s.ReadEvictionsPerMinute, p.ReadEvictionsPerMinute, 100*s.HitRatio, s.GetsPerSecond, ws, mib(s.SlotBytes))
+	return fmt.Sprintf("%.1f evictions of read items a minute per slot (target %.0f), hit ratio %.1f%% at %.0f gets/s, working set %s of %s a slot; %s",
+		s.ReadEvictionsPerMinute, p.ReadEvictionsPerMinute, 100*s.HitRatio, s.GetsPerSecond, ws, mib(s.SlotBytes), estimateOf(s, size, p.Down).says(size))
 }
 
 func slots(n int32) string {

@@ -1,9 +1,14 @@
 package autoscale
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/utils/ptr"
+
+	cachev1alpha1 "github.com/example/memcached-operator/api/v1alpha1"
 )
 
 var t0 = time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
@@ -108,5 +113,71 @@ func TestASizeOutsideTheBoundsIsBroughtInOneSlotAtATime(t *testing.T) {
 	p.Min = 2
 	if d := Decide(p, 0, nil, t0); d.To != 1 {
 		t.Fatalf("under minSize: %+v", d)
+	}
+}
+
+// reuseAt is a Reuse over seconds with gets a second at a distance of
+// each of the keys' bytes.
+func reuseAt(seconds int64, gets map[float64]float64) *Reuse {
+	r := &Reuse{Seconds: seconds, Coverage: 1, PerSecond: make([]float64, reuseBins)}
+	for d, g := range gets {
+		r.PerSecond[reuseBin(d)] += g
+	}
+	return r
+}
+
+func TestASlotIsKeptWhenTheEstimateSaysOneFewerLosesTooMuch(t *testing.T) {
+	p := policy()
+	p.MaxLoss = 0.01
+	// 3 slots of 100 MiB serve distances up to 80 MiB (Headroom); 2 slots,
+	// in the keys of one slot now, up to 53.3 MiB: the 5 of 100 gets a
+	// second at 70 MiB are lost, those at 10 MiB are not.
+	quiet := Sample{Slots: 3, HitRatio: 0.95, GetsPerSecond: 100, WorkingSetBytes: 10 << 20, SlotBytes: 100 << 20,
+		Reuse: reuseAt(600, map[float64]float64{10 << 20: 90, 70 << 20: 5})}
+	d := Decide(p, 3, every(20*time.Minute, quiet), t0.Add(20*time.Minute))
+	if d.Step(3) || d.Next != Hold || !strings.Contains(d.Reason, "estimated hit ratio at 2 slots 90.0%, at 4 slots 95.0%") {
+		t.Fatalf("%+v: want the slot kept, the estimate said", d)
+	}
+	p.MaxLoss = 0.06
+	d = Decide(p, 3, every(20*time.Minute, quiet), t0.Add(20*time.Minute))
+	if d.To != 2 || !strings.Contains(d.Reason, "2 slots would lose an estimated 5.0 points of hit ratio (at most 6.0)") {
+		t.Fatalf("%+v: want a step to 2 within the bound", d)
+	}
+	quiet.Reuse.Seconds = 599
+	if d := Decide(p, 3, every(20*time.Minute, quiet), t0.Add(20*time.Minute)); d.Step(3) {
+		t.Fatalf("%+v: removed a slot on distances counted over less than the window", d)
+	}
+	quiet.Reuse = reuseAt(600, map[float64]float64{70 << 20: 50})
+	quiet.Reuse.Coverage = 0.5
+	d = Decide(p, 3, every(20*time.Minute, quiet), t0.Add(20*time.Minute))
+	if d.To != 2 || !strings.Contains(d.Reason, "memcached logged only 50% of the gets") {
+		t.Fatalf("%+v: with half of the gets logged, the working set alone decides", d)
+	}
+}
+
+func TestTheEstimateSaysWhatOneSlotMoreWouldServe(t *testing.T) {
+	// 1 slot of 100 MiB serves up to 80 MiB; 2 slots, up to 160 MiB: the
+	// 10 gets a second at 120 MiB are gained.
+	s := Sample{Slots: 1, HitRatio: 0.8, GetsPerSecond: 100, SlotBytes: 100 << 20,
+		Reuse: reuseAt(600, map[float64]float64{10 << 20: 80, 120 << 20: 10, 1 << 40: 10})}
+	e := estimateOf(s, 1, 10*time.Minute)
+	if !e.known || e.lost != 0 || math.Abs(e.more-0.9) > 1e-9 || e.says(1) != "estimated hit ratio at 2 slots 90.0%" {
+		t.Fatalf("%+v %q: want 90%% at 2 slots", e, e.says(1))
+	}
+	s.GetsPerSecond = 0
+	if e := estimateOf(s, 1, 10*time.Minute); e.more != s.HitRatio {
+		t.Fatalf("%+v: no get gains nothing", e)
+	}
+}
+
+func TestThePolicysDefaultsAreTheCRDs(t *testing.T) {
+	p := PolicyOf(&cachev1alpha1.AutoscalingSpec{MinSize: 1, MaxSize: 4})
+	want := Policy{Min: 1, Max: 4, ReadEvictionsPerMinute: 60, MaxLoss: 0.01, Up: time.Minute, Down: 10 * time.Minute}
+	if p != want {
+		t.Fatalf("%+v, want %+v", p, want)
+	}
+	p = PolicyOf(&cachev1alpha1.AutoscalingSpec{MinSize: 1, MaxSize: 4, HitRatioPercent: ptr.To[int32](90), MaxHitRatioLossPermille: ptr.To[int32](0)})
+	if p.HitRatio != 0.9 || p.MaxLoss != 0 {
+		t.Fatalf("%+v: want the hit ratio and a loss of none as set", p)
 	}
 }

@@ -19,6 +19,9 @@ type Sample struct {
 	// WorkingSetBytes is the sum of the slots' working sets, -1 when one is
 	// unknown; SlotBytes is the item memory of the smallest slot.
 	WorkingSetBytes, SlotBytes int64
+	// Reuse is the sum of the slots' gets by reuse distance, nil when one
+	// slot has none.
+	Reuse *Reuse
 }
 
 // reading is one slot's Signals, and the pod it came from.
@@ -44,6 +47,7 @@ func (h *History) Add(at time.Time, pods map[string]string, read map[string]Sign
 	}
 	sm := Sample{At: at, WorkingSetBytes: 0}
 	var evictions, gets, hits float64
+	sm.Reuse = sumReuse(read)
 	for slot, now := range read {
 		before, ok := h.last[slot]
 		h.last[slot] = reading{pod: pods[slot], s: now}
@@ -82,6 +86,22 @@ func (h *History) Add(at time.Time, pods map[string]string, read map[string]Sign
 	}
 	h.Samples = append(h.Samples, sm)
 	return sm, true
+}
+
+// sumReuse is the sum of the slots' gets by reuse distance, nil when one
+// slot has none.
+func sumReuse(read map[string]Signals) *Reuse {
+	var sum *Reuse
+	for _, s := range read {
+		switch {
+		case s.Reuse == nil:
+			return nil
+		case sum == nil:
+			sum = &Reuse{Seconds: s.Reuse.Seconds, Coverage: s.Reuse.Coverage}
+		}
+		sum.add(s.Reuse)
+	}
+	return sum
 }
 
 // Forget drops the samples before t: after a step, or while the size is

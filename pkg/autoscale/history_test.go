@@ -1,6 +1,8 @@
 package autoscale
 
 import (
+	"fmt"
+	"math"
 	"testing"
 	"time"
 )
@@ -52,5 +54,39 @@ func TestStatsAreRead(t *testing.T) {
 	}
 	if _, err := FromStats(map[string]string{"time": "9"}); err == nil {
 		t.Fatal("stats without uptime read")
+	}
+}
+
+// The slots' gets by distance are summed, over the shorter time and the
+// lower coverage, and unknown when one slot has none.
+func TestTheSlotsReuseDistancesAreSummed(t *testing.T) {
+	a := &Reuse{Seconds: 600, Coverage: 1, PerSecond: []float64{1, 2}}
+	b := &Reuse{Seconds: 300, Coverage: 0.95, PerSecond: []float64{0, 1, 4}}
+	sum := sumReuse(map[string]Signals{"0": {Reuse: a}, "1": {Reuse: b}})
+	if sum == nil || sum.Seconds != 300 || sum.Coverage != 0.95 || fmt.Sprint(sum.PerSecond) != "[1 3 4]" {
+		t.Fatalf("%+v", sum)
+	}
+	if a.Seconds != 600 || fmt.Sprint(a.PerSecond) != "[1 2]" {
+		t.Fatalf("%+v: a slot's own counts changed", a)
+	}
+	if sum := sumReuse(map[string]Signals{"0": {Reuse: a}, "1": {}}); sum != nil {
+		t.Fatalf("%+v: summed without one slot's", sum)
+	}
+}
+
+// The lines memcached skipped lower the coverage of their minute.
+func TestSkippedLinesLowerTheCoverage(t *testing.T) {
+	k := &keyStream{tracker: newReuseTracker(), counts: reuseCounts{started: 6000}}
+	for i := range 90 {
+		k.take(fmt.Sprintf("ts=6010.%06d gid=%d type=item_get key=k%d status=found clsid=1 cfd=25 size=10", i, i, i%3))
+	}
+	k.take("skipped=10")
+	k.take("ts=6011.000000 gid=99 type=item_store key=k1 status=stored cmd=set ttl=0 clsid=1 cfd=25 size=5")
+	r := k.counts.over(6030, 60)
+	if r == nil || r.Coverage != 0.9 || r.Seconds != 30 {
+		t.Fatalf("%+v: want 90 of 100 lines over 30 s", r)
+	}
+	if got := r.hitsWithin(1e9) * float64(r.Seconds); math.Abs(got-87) > 1e-9 {
+		t.Fatalf("%v gets with a distance, want 87 (3 keys, each first read cold)", got)
 	}
 }

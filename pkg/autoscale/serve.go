@@ -48,6 +48,9 @@ type Server struct {
 
 	mu      sync.Mutex
 	counted workingSet
+
+	streamOnce sync.Once
+	stream     *keyStream
 }
 
 // itemUpdateInterval is how old an item's last access must be for a read
@@ -118,6 +121,8 @@ func (s *Server) read(ctx context.Context, seconds int64) (Signals, error) {
 	if err != nil || seconds <= 0 {
 		return sig, err
 	}
+	s.streamOnce.Do(func() { s.stream = &keyStream{dial: s.Dial, log: s.Log} })
+	sig.Reuse = s.stream.reuse(sig.Time, seconds)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.counted.byAge == nil || sig.Time-s.counted.at >= dumpEvery(seconds) {

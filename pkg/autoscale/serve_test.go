@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/example/memcached-operator/internal/testsupport/memcachedproc"
 )
@@ -115,5 +117,68 @@ func TestTheWorkingSetCountsTheItemsOfItsWindow(t *testing.T) {
 	}
 	if bytes := (workingSet{at: 1000, byAge: byAge}).over(0); bytes != 500 {
 		t.Fatalf("%d: want a and c, 500 bytes", bytes)
+	}
+}
+
+// TestTheGetsReuseDistancesAreMemcachedsOwn: once asked for its signals
+// with a window, a pod follows its memcached's gets (memcached 1.6.18's
+// "watch fetchers", where a set logs its own lookup), and a get's distance
+// is the bytes of the distinct keys read since the key's last read, with
+// its own. a, b and c (1,059 bytes each) stored, then each read twice:
+// a's first read is after b's and c's stores (taken at the mean item size,
+// not found), b's after c's store and a's read, then c and every second
+// read after the two others read.
+func TestTheGetsReuseDistancesAreMemcachedsOwn(t *testing.T) {
+	addr := memcachedproc.StartOn(t, "127.0.0.122", "-m", "16").Addr
+	srv := &Server{Log: slog.New(slog.DiscardHandler), Dial: func(ctx context.Context) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	}}
+	web := httptest.NewServer(srv)
+	defer web.Close()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	window := web.URL + SignalsPath + "?" + WorkingSetParam + "=60"
+	if s := get(t, window); s.Reuse != nil {
+		t.Fatalf("%+v: distances before any get was followed", s.Reuse)
+	}
+	command(t, conn, "set probe 0 0 1\r\nx\r\n", "STORED")
+	deadline := time.Now().Add(10 * time.Second)
+	for r := get(t, window).Reuse; r == nil || len(r.PerSecond) == 0; r = get(t, window).Reuse {
+		if time.Now().After(deadline) {
+			t.Fatalf("no get followed in 10 s: %+v", r)
+		}
+		command(t, conn, "get probe\r\n", "VALUE")
+		time.Sleep(100 * time.Millisecond)
+	}
+	value := strings.Repeat("v", 1000)
+	for _, k := range []string{"a", "b", "c"} {
+		command(t, conn, fmt.Sprintf("set %s 0 0 %d\r\n%s\r\n", k, len(value), value), "STORED")
+	}
+	for range 2 {
+		for _, k := range []string{"a", "b", "c"} {
+			command(t, conn, "get "+k+"\r\n", "VALUE")
+		}
+	}
+	item, probe := float64(1+len(value)+itemOverhead), float64(len("probe")+1+itemOverhead)
+	want := map[int]float64{reuseBin(2*probe + item): 1, reuseBin(probe + 2*item): 1, reuseBin(3 * item): 4}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		r := get(t, window).Reuse
+		got := map[int]float64{}
+		for bin := range want {
+			if len(r.PerSecond) > bin {
+				got[bin] = math.Round(100*r.PerSecond[bin]*float64(r.Seconds)) / 100
+			}
+		}
+		if fmt.Sprint(got) == fmt.Sprint(want) && r.Coverage == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gets by bin %v (%+v), want %v", got, r, want)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -40,6 +40,10 @@ type Signals struct {
 	// WorkingSetTime when (memcached's clock).
 	WorkingSetSeconds int64 `json:"workingSetSeconds"`
 	WorkingSetTime    int64 `json:"workingSetTime"`
+	// Reuse is the gets by reuse distance over the working set's window,
+	// from a sample of the keys memcached logs the gets of; nil until the
+	// pod has followed its gets for a while (it starts when first asked).
+	Reuse *Reuse `json:"reuse,omitempty"`
 }
 
 // FromStats takes the counters of memcached's "stats" answer.

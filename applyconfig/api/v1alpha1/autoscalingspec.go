@@ -53,14 +53,24 @@ type AutoscalingSpecApplyConfiguration struct {
 	// from being removed while the hit ratio is under it.
 	//
 	HitRatioPercent *int32 `json:"hitRatioPercent,omitempty"`
+	// maxHitRatioLossPermille is the most hit ratio, in thousandths (10 is
+	// one point: 95% to 94%), that one slot fewer may lose for a slot to be
+	// removed, as the operator estimates it from the reuse distances of a
+	// sample of the gets (SHARDS, a miss-ratio curve): the gets an LRU
+	// cache one slot smaller would no longer serve. 0 removes a slot only
+	// when it would lose none.
+	//
+	MaxHitRatioLossPermille *int32 `json:"maxHitRatioLossPermille,omitempty"`
 	// scaleUpSeconds is how long a signal must stay above its target
 	// before a slot is added.
 	//
 	ScaleUpSeconds *int32 `json:"scaleUpSeconds,omitempty"`
 	// scaleDownSeconds is how long the evictions of read items must stay
 	// under a quarter of their target, with every item read in that time
-	// fitting in one slot fewer, before a slot is removed. It is also the
-	// time over which that working set is counted.
+	// fitting in one slot fewer and the estimated loss of hit ratio within
+	// maxHitRatioLossPermille, before a slot is removed. It is also the
+	// time over which that working set and the gets' reuse distances are
+	// counted.
 	//
 	ScaleDownSeconds *int32 `json:"scaleDownSeconds,omitempty"`
 }
@@ -100,6 +110,14 @@ func (b *AutoscalingSpecApplyConfiguration) WithReadEvictionsPerMinute(value int
 // If called multiple times, the HitRatioPercent field is set to the value of the last call.
 func (b *AutoscalingSpecApplyConfiguration) WithHitRatioPercent(value int32) *AutoscalingSpecApplyConfiguration {
 	b.HitRatioPercent = &value
+	return b
+}
+
+// WithMaxHitRatioLossPermille sets the MaxHitRatioLossPermille field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MaxHitRatioLossPermille field is set to the value of the last call.
+func (b *AutoscalingSpecApplyConfiguration) WithMaxHitRatioLossPermille(value int32) *AutoscalingSpecApplyConfiguration {
+	b.MaxHitRatioLossPermille = &value
 	return b
 }
 
