@@ -188,4 +188,10 @@ var suiteEntries = []entry{
 	{"a slot without reuse distances makes the sum unknown", "pkg/autoscale/history.go",
 		"\t\tcase s.Reuse == nil:\n\t\t\treturn nil\n", "\t\tcase s.Reuse == nil:\n\t\t\tcontinue\n",
 		"./pkg/autoscale", "", "TestTheSlotsReuseDistancesAreSummed"},
+	{"the minutes counted are kept for the longest window asked", "pkg/autoscale/curve.go",
+		"if old < m-c.keep/epochSeconds-1 || old > m+maxEpochsAhead {", "if old < m-MaxWorkingSetSeconds/epochSeconds-1 || old > m+maxEpochsAhead {",
+		"./pkg/autoscale", "", "TestTheMinutesCountedAreKeptForTheLongestWindowAsked"},
+	{"no reuse distances without memcached's log of gets", "pkg/autoscale/watch.go",
+		"\tif !k.following {\n\t\treturn nil\n\t}\n", "",
+		"./pkg/autoscale", "", "TestNoReuseDistancesWithoutMemcachedsLog"},
 }

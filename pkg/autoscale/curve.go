@@ -80,10 +80,10 @@ func (r *Reuse) add(o *Reuse) {
 
 // reuseCounts are the gets of followed keys by reuse distance, and the
 // log lines received and skipped, by minute of memcached's clock, from
-// started.
+// started, kept for the longest window asked.
 type reuseCounts struct {
-	started, last int64
-	epochs        map[int64]*epoch
+	started, last, keep int64
+	epochs              map[int64]*epoch
 }
 
 type epoch struct {
@@ -97,7 +97,7 @@ type epoch struct {
 }
 
 // at is the minute of at, made if new; minutes older than the longest
-// window are dropped.
+// window asked are dropped.
 func (c *reuseCounts) at(at int64) *epoch {
 	c.last = max(c.last, at)
 	m := at / epochSeconds
@@ -109,7 +109,7 @@ func (c *reuseCounts) at(at int64) *epoch {
 		e = &epoch{}
 		c.epochs[m] = e
 		for old := range c.epochs {
-			if old < m-MaxWorkingSetSeconds/epochSeconds-1 || old > m+maxEpochsAhead {
+			if old < m-c.keep/epochSeconds-1 || old > m+maxEpochsAhead {
 				delete(c.epochs, old)
 			}
 		}
@@ -120,16 +120,16 @@ func (c *reuseCounts) at(at int64) *epoch {
 // lastSeen is the time of the last line counted, or started.
 func (c *reuseCounts) lastSeen() int64 { return max(c.last, c.started) }
 
-// over is the gets by distance over the last seconds at now (or since
-// started, when later), whole minutes back from the current one; nil
-// when nothing was counted yet.
+// over is the gets by distance over the last seconds at now (at most the
+// minutes kept; since started, when later), whole minutes back from the current one; nil
+// at started.
 func (c *reuseCounts) over(now, seconds int64) *Reuse {
-	from := (now - seconds) / epochSeconds
+	from := (now - min(seconds, c.keep)) / epochSeconds
 	if start := c.started / epochSeconds; start > from {
 		from = start
 	}
 	covered := now - max(from*epochSeconds, c.started)
-	if covered <= 0 || c.epochs == nil {
+	if covered <= 0 {
 		return nil
 	}
 	var bins [reuseBins]float64

@@ -117,7 +117,7 @@ func TestTheReuseDistancesTellTheHitRatioAtAnotherSize(t *testing.T) {
 // reuseOf is the gets by distance a pod counts from names' gets, 1,000 a
 // second, following the keys salt samples; hit says which were found.
 func reuseOf(names []string, sizes []int64, hit []bool, salt uint64) *Reuse {
-	k := &keyStream{tracker: newReuseTrackerSalted(salt), counts: reuseCounts{started: 1000}}
+	k := &keyStream{tracker: newReuseTrackerSalted(salt), counts: reuseCounts{started: 1000, keep: 300}}
 	for i, key := range names {
 		at := 1000 + int64(i/1000)
 		if hit[i] {

@@ -32,23 +32,42 @@ type keyStream struct {
 	tracker *reuseTracker
 	counts  reuseCounts
 	asked   time.Time
-	running bool
+	// running: a follower runs (or waits to retry); following: memcached
+	// has accepted its watch, and every get since is logged to it. now is
+	// memcached's clock at the last request.
+	running, following bool
+	now                int64
 }
 
 // reuse is the gets by reuse distance over the last seconds at now
 // (memcached's clock), and starts following the gets when they are not
-// followed yet: nil until some are counted.
+// followed yet: nil while memcached does not log them to the pod, and
+// until a second has passed since it began to.
 func (k *keyStream) reuse(now, seconds int64) *Reuse {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.asked = time.Now()
+	k.asked, k.now = time.Now(), now
 	if !k.running {
-		k.running = true
-		k.tracker, k.counts = newReuseTracker(), reuseCounts{started: now}
+		k.running, k.following = true, false
+		k.tracker, k.counts = newReuseTracker(), reuseCounts{}
 		go k.run()
+	}
+	k.counts.keep = max(k.counts.keep, seconds)
+	if !k.following {
 		return nil
 	}
 	return k.counts.over(now, seconds)
+}
+
+// follows says whether memcached logs the gets to the pod, from when
+// (memcached's clock, the first time) they are counted.
+func (k *keyStream) follows(yes bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.following = yes
+	if yes && k.counts.started == 0 {
+		k.counts.started = k.now
+	}
 }
 
 // run follows the gets until no one has asked for them for WatchIdle.
@@ -104,6 +123,8 @@ func (k *keyStream) follow(ctx context.Context) error {
 	if line, err := r.ReadString('\n'); err != nil || line != "OK\r\n" {
 		return fmt.Errorf("watch fetchers: memcached answered %q: %v", line, err)
 	}
+	k.follows(true)
+	defer k.follows(false)
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
