@@ -49,8 +49,12 @@ type operation struct {
 	movedKeys string
 	// keysLost is the operator's last KeysLost event during the
 	// operation: a slot whose pod went without handing its keys off.
-	keysLost       string
-	firstError     string
+	keysLost   string
+	firstError string
+	// evicted is the items the memcacheds the client followed evicted
+	// during the operation, each process's counted from when it was first
+	// read (from 0 when it started during the operation).
+	evicted        uint64
 	replaced, pods int // pods replaced, of pods before
 	restarted      int // pods whose memcached restarted in place
 	podsAfter      int

@@ -135,9 +135,11 @@ func (o *opsRun) run(round int, s opStep) (operation, error) {
 	op.p99Rest = rest.p99()
 	reading := startReading(ctx, o.r, o.a, e.cfg.opKeys)
 	start := time.Now()
+	evictions := watchEvictions(ctx, o.r, o.a, start)
 	err = o.do(s)
 	op.took = time.Since(start)
 	reading.stop()
+	op.evicted = evictions.total()
 	if err != nil {
 		return op, fmt.Errorf("%s: %w", s.name, err)
 	}

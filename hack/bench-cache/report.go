@@ -61,7 +61,8 @@ func render(e *env, rows []measured, ops []operation) string {
 }
 
 // opNotes writes, under the operations' table, what the operator said of
-// the keys it moved and lost, and each operation's first error.
+// the keys it moved and lost, the items memcached evicted, and each
+// operation's first error.
 func opNotes(b *strings.Builder, ops []operation) {
 	for _, o := range ops {
 		if o.moves {
@@ -71,6 +72,11 @@ func opNotes(b *strings.Builder, ops []operation) {
 	for _, o := range ops {
 		if o.keysLost != "" && o.keysLost != "none" {
 			fmt.Fprintf(b, "\n%s: the operator's KeysLost event: %s\n", o.name, o.keysLost)
+		}
+	}
+	for _, o := range ops {
+		if o.evicted > 0 {
+			fmt.Fprintf(b, "\n%s: memcached evicted %d items during it (the memory of the slots that held the keys)\n", o.name, o.evicted)
 		}
 	}
 	for _, o := range ops {
