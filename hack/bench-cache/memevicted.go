@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/example/memcached-operator/pkg/memcachedconn"
 )
 
 // evictionWatch reads the evictions of each memcached the client follows
@@ -98,22 +98,5 @@ func memcachedStats(ctx context.Context, a access, addr string) (map[string]stri
 			return nil, err
 		}
 	}
-	if _, err := conn.Write([]byte("stats\r\n")); err != nil {
-		return nil, err
-	}
-	stats := map[string]string{}
-	r := bufio.NewReader(conn)
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return nil, err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		if line == "END" {
-			return stats, nil
-		}
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "STAT" {
-			stats[f[1]] = f[2]
-		}
-	}
+	return memcachedconn.Stats(conn)
 }

@@ -49,22 +49,30 @@ func command(t *testing.T, conn net.Conn, req, want string) {
 	}
 }
 
+// servedMemcached starts a memcached of mib MiB on host, a Server of its
+// signals, and a connection to it, all ended with the test.
+func servedMemcached(t *testing.T, host, mib string) (*httptest.Server, net.Conn) {
+	t.Helper()
+	addr := memcachedproc.StartOn(t, host, "-m", mib).Addr
+	srv := &Server{Log: slog.New(slog.DiscardHandler), Dial: func(ctx context.Context) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	}}
+	web := httptest.NewServer(srv)
+	t.Cleanup(web.Close)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return web, conn
+}
+
 // TestTheSignalsAreMemcachedsOwn: a memcached of 2 MiB filled past its
 // memory evicts items, some of them read, and the working set counts the
 // items read in its window only (memcached 1.6.18's fetch=yes): every
 // other item, about half of the bytes.
 func TestTheSignalsAreMemcachedsOwn(t *testing.T) {
-	addr := memcachedproc.StartOn(t, "127.0.0.121", "-m", "2").Addr
-	srv := &Server{Log: slog.New(slog.DiscardHandler), Dial: func(ctx context.Context) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-	}}
-	web := httptest.NewServer(srv)
-	defer web.Close()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	web, conn := servedMemcached(t, "127.0.0.121", "2")
 	value := strings.Repeat("v", 1000)
 	for i := range 5000 {
 		command(t, conn, fmt.Sprintf("set k%d 0 0 %d\r\n%s\r\n", i, len(value), value), "STORED")
@@ -129,17 +137,7 @@ func TestTheWorkingSetCountsTheItemsOfItsWindow(t *testing.T) {
 // not found), b's after c's store and a's read, then c and every second
 // read after the two others read.
 func TestTheGetsReuseDistancesAreMemcachedsOwn(t *testing.T) {
-	addr := memcachedproc.StartOn(t, "127.0.0.122", "-m", "16").Addr
-	srv := &Server{Log: slog.New(slog.DiscardHandler), Dial: func(ctx context.Context) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-	}}
-	web := httptest.NewServer(srv)
-	defer web.Close()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	web, conn := servedMemcached(t, "127.0.0.122", "16")
 	window := web.URL + SignalsPath + "?" + WorkingSetParam + "=60"
 	if s := get(t, window); s.Reuse != nil {
 		t.Fatalf("%+v: distances before any get was followed", s.Reuse)
