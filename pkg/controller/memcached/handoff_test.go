@@ -3,7 +3,9 @@ package memcached
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -80,5 +82,47 @@ func TestADeletedPodsHandOffIsWaitedFor(t *testing.T) {
 		g.Expect(p.Step).To(Equal(move.StepPublished), "c-1 said it copied: %s", said)
 		g.Expect(published.Nodes).To(Equal(to.Nodes))
 		g.Expect(recorder.Events).To(BeEmpty())
+	}
+}
+
+// A slot's hand-off starts only once the slot handed off before is back
+// in the membership published, by a move of its own; one under way or
+// done goes on.
+func TestTheNextHandOffWaitsForTheSlotBeforeToComeBack(t *testing.T) {
+	host := func(k int) string { return desired.SlotHost("c", "ns", k) }
+	node := func(k int) discovery.Node {
+		return discovery.Node{Host: host(k), IP: fmt.Sprintf("10.0.0.%d", k+1), Port: 11211}
+	}
+	all := discovery.Cluster{Version: 5, Nodes: []discovery.Node{node(0), node(1), node(2)}}
+	without := func(ks ...int) discovery.Cluster {
+		c := discovery.Cluster{Version: 5}
+		for k := range 3 {
+			if !slices.Contains(ks, k) {
+				c.Nodes = append(c.Nodes, node(k))
+			}
+		}
+		return c
+	}
+	plan := &move.Plan{ID: 6}
+	others := []string{host(0), host(2)}
+	tests := []struct {
+		name string
+		st   membershipState
+		want bool
+	}{
+		{"every slot in the membership, no move", membershipState{published: all}, true},
+		{"the slot before handed off, not back", membershipState{published: without(2)}, false},
+		{"the slot before coming back in a move", membershipState{published: without(2), plan: plan, to: all}, false},
+		{"a move that does not hand this slot off", membershipState{published: all, plan: plan, to: without(2)}, false},
+		{"this slot's hand-off under way", membershipState{published: all, plan: plan, to: without(1)}, true},
+		{"this slot handed off", membershipState{published: without(1)}, true},
+		{"this slot's hand-off under way with the slot before's return", membershipState{published: without(2), plan: plan, to: without(1)}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := handOffMayStart(tt.st, host(1), others); got != tt.want {
+				t.Fatalf("handOffMayStart = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -125,7 +125,13 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 	})
 	if s.handsOff() && costly(last, want) {
 		k, _ := ordinal(last.Name, s.m.Name)
-		s.handOff = desired.SlotHost(s.m.Name, s.m.Namespace, int(k))
+		host := desired.SlotHost(s.m.Name, s.m.Namespace, int(k))
+		if may, err := s.mayHandOff(ctx, host); err != nil || !may {
+			// The slot handed off before comes back first, in a move of
+			// its own: its end, the ConfigMap's change, is an event.
+			return result, err
+		}
+		s.handOff = host
 		done, err := s.handedOff(ctx, s.handOff)
 		if err != nil || !done {
 			// The membership's phase moves its keys: the move's end, the
