@@ -197,4 +197,7 @@ var suiteEntries = []entry{
 	{"a slot's hand-off waits for the slot handed off before to come back", "pkg/controller/memcached/handoff.go",
 		"\t\tif !listsSlot(st.published, h) {\n\t\t\treturn false\n", "\t\tif false && !listsSlot(st.published, h) {\n\t\t\treturn false\n",
 		"./pkg/controller/memcached", "", "TestTheNextHandOffWaitsForTheSlotBeforeToComeBack"},
+	{"a follower stopped for idleness does not speak for the next", "pkg/autoscale/watch.go",
+		"\tif gen != k.gen {\n\t\treturn\n\t}\n", "",
+		"./pkg/autoscale", "", "TestAStoppedFollowerDoesNotSpeakForTheNext"},
 }

@@ -138,3 +138,17 @@ func TestNoReuseDistancesWithoutMemcachedsLog(t *testing.T) {
 		}
 	}
 }
+
+// A follower stopped for idleness, ending after the next one began, does
+// not unsay that memcached logs the gets to the next.
+func TestAStoppedFollowerDoesNotSpeakForTheNext(t *testing.T) {
+	k := &keyStream{gen: 2, following: true}
+	k.follows(1, false)
+	if !k.following {
+		t.Fatal("the first follower's end stopped the second's distances")
+	}
+	k.follows(2, false)
+	if k.following {
+		t.Fatal("the second follower's end was not taken")
+	}
+}

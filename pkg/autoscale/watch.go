@@ -37,6 +37,9 @@ type keyStream struct {
 	// memcached's clock at the last request.
 	running, following bool
 	now                int64
+	// gen counts the followers started: one stopped for idleness says
+	// nothing of the one started after it.
+	gen int
 }
 
 // reuse is the gets by reuse distance over the last seconds at now
@@ -50,7 +53,8 @@ func (k *keyStream) reuse(now, seconds int64) *Reuse {
 	if !k.running {
 		k.running, k.following = true, false
 		k.tracker, k.counts = newReuseTracker(), reuseCounts{}
-		go k.run()
+		k.gen++
+		go k.run(k.gen)
 	}
 	k.counts.keep = max(k.counts.keep, seconds)
 	if !k.following {
@@ -59,11 +63,14 @@ func (k *keyStream) reuse(now, seconds int64) *Reuse {
 	return k.counts.over(now, seconds)
 }
 
-// follows says whether memcached logs the gets to the pod, from when
+// follows says whether memcached logs the gets to follower gen, from when
 // (memcached's clock, the first time) they are counted.
-func (k *keyStream) follows(yes bool) {
+func (k *keyStream) follows(gen int, yes bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if gen != k.gen {
+		return
+	}
 	k.following = yes
 	if yes && k.counts.started == 0 {
 		k.counts.started = k.now
@@ -71,7 +78,7 @@ func (k *keyStream) follows(yes bool) {
 }
 
 // run follows the gets until no one has asked for them for WatchIdle.
-func (k *keyStream) run() {
+func (k *keyStream) run(gen int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -93,7 +100,7 @@ func (k *keyStream) run() {
 		}
 	}()
 	for ctx.Err() == nil {
-		if err := k.follow(ctx); ctx.Err() == nil {
+		if err := k.follow(ctx, gen); ctx.Err() == nil {
 			k.log.Error("cannot follow memcached's gets", "error", err.Error())
 			select {
 			case <-ctx.Done():
@@ -105,7 +112,7 @@ func (k *keyStream) run() {
 
 // follow reads memcached's log of gets until ctx ends or the connection
 // fails.
-func (k *keyStream) follow(ctx context.Context) error {
+func (k *keyStream) follow(ctx context.Context, gen int) error {
 	conn, err := k.dial(ctx)
 	if err != nil {
 		return err
@@ -123,8 +130,8 @@ func (k *keyStream) follow(ctx context.Context) error {
 	if line, err := r.ReadString('\n'); err != nil || line != "OK\r\n" {
 		return fmt.Errorf("watch fetchers: memcached answered %q: %v", line, err)
 	}
-	k.follows(true)
-	defer k.follows(false)
+	k.follows(gen, true)
+	defer k.follows(gen, false)
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
