@@ -108,6 +108,15 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 	return out, nil
 }
 
+// nextRate is the move rate the operations set, other than the one the
+// Memcached starts with (-keys-per-second).
+func (o *opsRun) nextRate() string {
+	if o.e.cfg.keysPerSecond == 50000 {
+		return "60,000"
+	}
+	return "50,000"
+}
+
 // opStep is one operation: what it does, and when it is done.
 type opStep struct {
 	name    string
@@ -147,8 +156,12 @@ func (o *opsRun) steps() []opStep {
 		{"memory limit raised 96 → 160 MiB, past the pods' memory volume (each pod's keys handed off, the pod replaced)", 3, true, true, false, nil, func() error {
 			return o.patch(o.memcached(), `{"spec":{"memoryLimitMiB":160}}`)
 		}},
-		// Left out of a short run too: it replaces every pod, as the
-		// memory limit raised does, which a short run keeps.
+		// Left out of a short run, as the port change below: it replaces
+		// every pod, as the memory limit raised does, which a short run
+		// keeps.
+		{"move rate changed to " + o.nextRate() + " keys a second (a new pod shape: each pod's keys handed off, the pod replaced)", 3, true, true, false, nil, func() error {
+			return o.patch(o.memcached(), `{"spec":{"keyMoves":{"keysPerSecond":`+strings.ReplaceAll(o.nextRate(), ",", "")+`}}}`)
+		}},
 		{"port change 11211 → 11311 (each pod's keys handed off, the pod replaced)", 3, true, true, false, nil, func() error {
 			return o.patch(o.memcached(), `{"spec":{"containerPort":11311}}`)
 		}},
