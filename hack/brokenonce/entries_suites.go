@@ -200,4 +200,7 @@ var suiteEntries = []entry{
 	{"a follower stopped for idleness does not speak for the next", "pkg/autoscale/watch.go",
 		"\tif gen != k.gen {\n\t\treturn\n\t}\n", "",
 		"./pkg/autoscale", "", "TestAStoppedFollowerDoesNotSpeakForTheNext"},
+	{"the order of gets counts each followed key once", "pkg/autoscale/reuse.go",
+		"\t\tr.tree.add(f.pos, -f.bytes)\n\t\tf.pos = -1\n", "\t\tr.tree.add(f.pos, -f.bytes)\n",
+		"./pkg/autoscale", "", "TestTheSampleKeepsItsSizeAndItsSums"},
 }

@@ -69,7 +69,10 @@ func (r *reuseTracker) get(key string, size int64, found bool) (distance, weight
 	f, seen := r.keys[key]
 	if seen {
 		distance = float64(r.tree.after(f.pos))/rate + float64(bytes)
+		// Out of the order until placed again: a renumbering on the way
+		// must not count it twice.
 		r.tree.add(f.pos, -f.bytes)
+		f.pos = -1
 	} else {
 		f = r.follow(key, h)
 		if f == nil {
