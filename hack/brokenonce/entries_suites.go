@@ -203,4 +203,7 @@ var suiteEntries = []entry{
 	{"the order of gets counts each followed key once", "pkg/autoscale/reuse.go",
 		"\t\tr.tree.add(f.pos, -f.bytes)\n\t\tf.pos = -1\n", "\t\tr.tree.add(f.pos, -f.bytes)\n",
 		"./pkg/autoscale", "", "TestTheSampleKeepsItsSizeAndItsSums"},
+	{"more lines skipped than received is a low coverage", "pkg/autoscale/curve.go",
+		"\tif lines+skipped > 0 {", "\tif lines-skipped > 0 {",
+		"./pkg/autoscale", "", "TestMoreSkippedThanReceivedIsALowCoverage"},
 }

@@ -171,3 +171,15 @@ func TestAFollowerCountsFromItsWatchAndRetriesAfterAPause(t *testing.T) {
 		}
 	}
 }
+
+// More lines skipped than received is a coverage under a half.
+func TestMoreSkippedThanReceivedIsALowCoverage(t *testing.T) {
+	k := &keyStream{tracker: newReuseTrackerSalted(0), counts: reuseCounts{started: 6000, keep: 60}}
+	for i := range 10 {
+		k.take(fmt.Sprintf("ts=6010.%06d gid=%d type=item_get key=k status=found clsid=1 cfd=25 size=10", i, i))
+	}
+	k.take("skipped=30")
+	if r := k.counts.over(6030, 60); r == nil || r.Coverage != 0.25 {
+		t.Fatalf("%+v: want 10 of 40 lines", r)
+	}
+}
