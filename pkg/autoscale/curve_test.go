@@ -183,3 +183,78 @@ func TestMoreSkippedThanReceivedIsALowCoverage(t *testing.T) {
 		t.Fatalf("%+v: want 10 of 40 lines", r)
 	}
 }
+
+// The lines memcached skipped lower the coverage of their minute.
+func TestSkippedLinesLowerTheCoverage(t *testing.T) {
+	k := &keyStream{tracker: newReuseTracker(), counts: reuseCounts{started: 6000, keep: 60}}
+	for i := range 90 {
+		k.take(fmt.Sprintf("ts=6010.%06d gid=%d type=item_get key=k%d status=found clsid=1 cfd=25 size=10", i, i, i%3))
+	}
+	k.take("skipped=10")
+	k.take("ts=6011.000000 gid=99 type=item_store key=k1 status=stored cmd=set ttl=0 clsid=1 cfd=25 size=5")
+	r := k.counts.over(6030, 60)
+	if r == nil || r.Coverage != 0.9 || r.Seconds != 30 {
+		t.Fatalf("%+v: want 90 of 100 lines over 30 s", r)
+	}
+	if got := r.hitsWithin(1e9) * float64(r.Seconds); math.Abs(got-87) > 1e-9 {
+		t.Fatalf("%v gets with a distance, want 87 (3 keys, each first read cold)", got)
+	}
+}
+
+// The minutes counted are kept for the longest window asked, and a window
+// with no get says so rather than nothing.
+func TestTheMinutesCountedAreKeptForTheLongestWindowAsked(t *testing.T) {
+	c := reuseCounts{started: 600, keep: 120}
+	for at := int64(600); at < 1200; at += 60 {
+		c.at(at).bins[3]++
+	}
+	if len(c.epochs) > 4 {
+		t.Fatalf("%d minutes kept for a window of 2", len(c.epochs))
+	}
+	if r := c.over(1260, 60); r == nil || r.Seconds != 60 || len(r.PerSecond) != 0 {
+		t.Fatalf("%+v: a minute and more with no get", r)
+	}
+	if r := (&reuseCounts{started: 600, keep: 60}).over(600, 60); r != nil {
+		t.Fatalf("%+v: counted over no time", r)
+	}
+}
+
+// A pod serves reuse distances only while its memcached logs the gets to
+// it: a memcached that refuses the watch gives none, rather than a curve
+// of no gets.
+func TestNoReuseDistancesWithoutMemcachedsLog(t *testing.T) {
+	for answer, want := range map[string]bool{"ERROR\r\n": false, "OK\r\n": true} {
+		dial := func(ctx context.Context) (net.Conn, error) {
+			client, server := net.Pipe()
+			go func() {
+				buf := make([]byte, 64)
+				if _, err := server.Read(buf); err == nil {
+					_, _ = io.WriteString(server, answer)
+				}
+				<-ctx.Done()
+				server.Close()
+			}()
+			return client, nil
+		}
+		k := &keyStream{dial: dial, log: slog.New(slog.DiscardHandler)}
+		k.reuse(5000, 60)
+		time.Sleep(200 * time.Millisecond)
+		if r := k.reuse(5010, 60); (r != nil) != want {
+			t.Errorf("memcached answering %q to the watch: reuse distances %+v", answer, r)
+		}
+	}
+}
+
+// A follower stopped for idleness, ending after the next one began, does
+// not unsay that memcached logs the gets to the next.
+func TestAStoppedFollowerDoesNotSpeakForTheNext(t *testing.T) {
+	k := &keyStream{gen: 2, following: true}
+	k.follows(1, false)
+	if !k.following {
+		t.Fatal("the first follower's end stopped the second's distances")
+	}
+	k.follows(2, false)
+	if k.following {
+		t.Fatal("the second follower's end was not taken")
+	}
+}
