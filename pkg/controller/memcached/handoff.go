@@ -43,31 +43,24 @@ func (s *scope) handsOff() bool {
 	return s.movesKeys() && desired.Replicas(s.m) > 1
 }
 
-// handedOff tells whether slot's keys are handed off: the membership
-// published lacks it, and no move is under way.
-func (s *scope) handedOff(ctx context.Context, host string) (bool, error) {
+// handOffState reads the membership published, once, for host's
+// hand-off: whether the rollout may name it now (handOffMayStart), and
+// whether it is done (the membership published lacks host, and no move is
+// under way).
+func (s *scope) handOffState(ctx context.Context, host string) (may, done bool, err error) {
 	current, err := s.current(ctx, configMaps)
 	if err != nil || current == nil || !metav1.IsControlledBy(current, s.m) {
-		return false, err
+		return false, false, err
 	}
 	st := membershipOf(current, s.told())
-	return st.plan == nil && len(st.published.Nodes) > 0 && !listsSlot(st.published, host), nil
-}
-
-// mayHandOff tells whether the rollout may name host's hand-off now
-// (handOffMayStart, on the membership published).
-func (s *scope) mayHandOff(ctx context.Context, host string) (bool, error) {
-	current, err := s.current(ctx, configMaps)
-	if err != nil || current == nil || !metav1.IsControlledBy(current, s.m) {
-		return false, err
-	}
 	var others []string
 	for k := range desired.Replicas(s.m) {
 		if h := desired.SlotHost(s.m.Name, s.m.Namespace, int(k)); h != host {
 			others = append(others, h)
 		}
 	}
-	return handOffMayStart(membershipOf(current, s.told()), host, others), nil
+	done = st.plan == nil && len(st.published.Nodes) > 0 && !listsSlot(st.published, host)
+	return handOffMayStart(st, host, others), done, nil
 }
 
 // handOffMayStart tells whether host's hand-off may be named, with st the

@@ -126,17 +126,17 @@ func reconcileRollout(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if s.handsOff() && costly(last, want) {
 		k, _ := ordinal(last.Name, s.m.Name)
 		host := desired.SlotHost(s.m.Name, s.m.Namespace, int(k))
-		if may, err := s.mayHandOff(ctx, host); err != nil || !may {
+		may, done, err := s.handOffState(ctx, host)
+		if err != nil || !may {
 			// The slot handed off before comes back first, in a move of
 			// its own: its end, the ConfigMap's change, is an event.
 			return result, err
 		}
 		s.handOff = host
-		done, err := s.handedOff(ctx, s.handOff)
-		if err != nil || !done {
+		if !done {
 			// The membership's phase moves its keys: the move's end, the
 			// ConfigMap's change, is an event.
-			return result, err
+			return result, nil
 		}
 	}
 	err = s.bringToTemplate(ctx, last, st.UpdateRevision, want)
