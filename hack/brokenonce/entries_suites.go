@@ -206,4 +206,7 @@ var suiteEntries = []entry{
 	{"more lines skipped than received is a low coverage", "pkg/autoscale/curve.go",
 		"\tif lines+skipped > 0 {", "\tif lines-skipped > 0 {",
 		"./pkg/autoscale", "", "TestMoreSkippedThanReceivedIsALowCoverage"},
+	{"a follower no one asks stops and closes its connection", "pkg/autoscale/watch.go",
+		"\t\t\tif idle {\n\t\t\t\tcancel()\n\t\t\t}\n", "",
+		"./pkg/autoscale", "", "TestAFollowerNoOneAsksStopsAndCloses"},
 }

@@ -258,3 +258,33 @@ func TestAStoppedFollowerDoesNotSpeakForTheNext(t *testing.T) {
 		t.Fatal("the second follower's end was not taken")
 	}
 }
+
+// A follower no one has asked for the gets for its idle time stops, and
+// closes its connection: memcached logs nothing to it any more.
+func TestAFollowerNoOneAsksStopsAndCloses(t *testing.T) {
+	closed := make(chan struct{})
+	dial := func(ctx context.Context) (net.Conn, error) {
+		client, server := net.Pipe()
+		go func() {
+			buf := make([]byte, 64)
+			if _, err := server.Read(buf); err == nil {
+				_, _ = io.WriteString(server, "OK\r\n")
+			}
+			_, _ = io.Copy(io.Discard, server)
+			close(closed)
+		}()
+		return client, nil
+	}
+	k := &keyStream{dial: dial, log: slog.New(slog.DiscardHandler), idle: 200 * time.Millisecond}
+	k.reuse(5000, 60)
+	select {
+	case <-closed:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the connection was still open 2 s after the last request, 10 idle times")
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.running {
+		t.Fatal("still running after its idle time: the next request would not start a follower")
+	}
+}

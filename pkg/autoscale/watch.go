@@ -2,6 +2,7 @@ package autoscale
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,8 @@ const watchRetry = 5 * time.Second
 type keyStream struct {
 	dial func(ctx context.Context) (net.Conn, error)
 	log  *slog.Logger
+	// idle is WatchIdle when 0.
+	idle time.Duration
 
 	mu      sync.Mutex
 	tracker *reuseTracker
@@ -81,15 +84,16 @@ func (k *keyStream) follows(gen int, yes bool) {
 func (k *keyStream) run(gen int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	after := cmp.Or(k.idle, WatchIdle)
 	go func() {
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(WatchIdle / 10):
+			case <-time.After(after / 10):
 			}
 			k.mu.Lock()
-			idle := time.Since(k.asked) > WatchIdle
+			idle := time.Since(k.asked) > after
 			if idle {
 				k.running = false
 			}
