@@ -110,11 +110,11 @@ func (e *env) operations(ctx context.Context) ([]operation, error) {
 
 // nextRate is the move rate the operations set, other than the one the
 // Memcached starts with (-keys-per-second).
-func (o *opsRun) nextRate() string {
+func (o *opsRun) nextRate() int {
 	if o.e.cfg.keysPerSecond == 50000 {
-		return "60,000"
+		return 60000
 	}
-	return "50,000"
+	return 50000
 }
 
 // opStep is one operation: what it does, and when it is done.
@@ -159,8 +159,8 @@ func (o *opsRun) steps() []opStep {
 		// Left out of a short run, as the port change below: it replaces
 		// every pod, as the memory limit raised does, which a short run
 		// keeps.
-		{"move rate changed to " + o.nextRate() + " keys a second (a new pod shape: each pod's keys handed off, the pod replaced)", 3, true, true, false, nil, func() error {
-			return o.patch(o.memcached(), `{"spec":{"keyMoves":{"keysPerSecond":`+strings.ReplaceAll(o.nextRate(), ",", "")+`}}}`)
+		{fmt.Sprintf("move rate changed to %d,000 keys a second (a new pod shape: each pod's keys handed off, the pod replaced)", o.nextRate()/1000), 3, true, true, false, nil, func() error {
+			return o.patch(o.memcached(), fmt.Sprintf(`{"spec":{"keyMoves":{"keysPerSecond":%d}}}`, o.nextRate()))
 		}},
 		{"port change 11211 → 11311 (each pod's keys handed off, the pod replaced)", 3, true, true, false, nil, func() error {
 			return o.patch(o.memcached(), `{"spec":{"containerPort":11311}}`)
