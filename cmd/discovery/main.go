@@ -85,7 +85,7 @@ func main() {
 	defer stop()
 	log.Info("serving the membership", "address", listen, "membership", c.Membership, "tls", tlsDir != "", "auth", c.Auth)
 	if plan != "" {
-		if err := startMoves(ctx, c, plan, memcachedconn.ServedFiles(tlsDir, clientCertificate, authFile), moveRate, h, listen); err != nil {
+		if c.Leaving, err = startMoves(ctx, c, plan, memcachedconn.ServedFiles(tlsDir, clientCertificate, authFile), moveRate, h, listen); err != nil {
 			log.Error("cannot follow the moves of keys", "error", err.Error())
 			os.Exit(1)
 		}
@@ -121,21 +121,22 @@ func serveSignals(ctx context.Context, listen string, c discovery.Config, local 
 }
 
 // startMoves follows the moves of keys published in plan, and hands the
-// pod's keys off when h says how and a preStop hook asks.
-func startMoves(ctx context.Context, c discovery.Config, plan string, peers memcachedconn.Files, moveRate int, h handOff, listen string) error {
+// pod's keys off when h says how and a preStop hook asks; it returns what
+// tells whether the pod is leaving, which the endpoint answers peers.
+func startMoves(ctx context.Context, c discovery.Config, plan string, peers memcachedconn.Files, moveRate int, h handOff, listen string) (func() bool, error) {
 	f, err := follower(c, plan, peers, moveRate)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	go f.Run(ctx)
 	if h.dir != "" {
 		l, err := h.leaver(f, c.Membership, listen)
 		if err != nil {
-			return fmt.Errorf("handing keys off: %w", err)
+			return nil, fmt.Errorf("handing keys off: %w", err)
 		}
 		go l.Run(ctx)
 	}
-	return nil
+	return f.Leaving, nil
 }
 
 // handOff is what a hand-off is told on the command line.

@@ -62,18 +62,28 @@ func (o *opsRun) evictedReplaced() error {
 	})
 }
 
-// deleteWith deletes the pod of slot with opts (a grace period of 0, as
+// deleteWith deletes the pods of slots with opts (a grace period of 0, as
 // kubectl delete --grace-period=0 --force does: its API object goes at
 // once, so the operator never sees it being deleted; nil: the pod's own),
-// and keeps it in o.evicted.
-func (o *opsRun) deleteWith(slot int, opts client.DeleteOption) error {
-	p := &corev1.Pod{}
-	if err := o.e.c.Get(o.ctx, client.ObjectKey{Namespace: namespace, Name: fmt.Sprintf("%s-%d", opsName, slot)}, p); err != nil {
-		return err
+// one right after the other as kubectl delete of several does, and keeps
+// them in o.evicted.
+func (o *opsRun) deleteWith(opts client.DeleteOption, slots ...int) error {
+	o.evicted = nil
+	for _, slot := range slots {
+		p := &corev1.Pod{}
+		if err := o.e.c.Get(o.ctx, client.ObjectKey{Namespace: namespace, Name: fmt.Sprintf("%s-%d", opsName, slot)}, p); err != nil {
+			return err
+		}
+		o.evicted = append(o.evicted, p)
 	}
-	o.evicted = []*corev1.Pod{p}
-	if opts == nil {
-		return o.e.c.Delete(o.ctx, p)
+	var del []client.DeleteOption
+	if opts != nil {
+		del = append(del, opts)
 	}
-	return o.e.c.Delete(o.ctx, p, opts)
+	for _, p := range o.evicted {
+		if err := o.e.c.Delete(o.ctx, p, del...); err != nil {
+			return err
+		}
+	}
+	return nil
 }

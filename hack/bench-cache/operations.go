@@ -134,13 +134,15 @@ func (o *opsRun) steps() []opStep {
 		{"scale 3 → 4", 4, true, false, false, nil, func() error { return o.patch(o.memcached(), `{"spec":{"size":4}}`) }},
 		{"scale 4 → 3", 3, true, false, false, nil, func() error { return o.patch(o.memcached(), `{"spec":{"size":3}}`) }},
 		{"a pod deleted with its grace period (its keys handed off, its slot's pod replaced)", 3, false, false, false, o.evictedReplaced,
-			func() error { return o.deleteWith(1, nil) }},
+			func() error { return o.deleteWith(nil, 1) }},
+		{"two pods deleted at once with their grace period (no budget holds a delete: each hands its keys to the slot that stays)", 3, false, false, false, o.evictedReplaced,
+			func() error { return o.deleteWith(nil, 0, 1) }},
 		{"a pod evicted through the Eviction API (its keys handed off, its slot's pod replaced)", 3, false, false, false, o.evictedReplaced,
 			func() error { return o.evict(2) }},
 		{"a drain: every pod evicted as kubectl drain evicts (each one's keys handed off in turn)", 3, false, false, false, o.evictedReplaced,
 			func() error { return o.evict(0, 1, 2) }},
 		{"a pod deleted with a grace period of 0 (its API object goes at once: the operator publishes no membership without it)", 3, false, false, false, o.evictedReplaced,
-			func() error { return o.deleteWith(0, client.GracePeriodSeconds(0)) }},
+			func() error { return o.deleteWith(client.GracePeriodSeconds(0), 0) }},
 		{"image rollout (the same memcached under another image name)", 3, true, false, false, nil, func() error {
 			return o.patch(o.memcached(), `{"spec":{"image":"`+repo.Version("LOCAL_MEMCACHED_IMAGE_MINOR")+`"}}`)
 		}},

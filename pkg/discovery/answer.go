@@ -32,6 +32,12 @@ func (s *Server) answer(ctx context.Context, conn net.Conn, words []string) bool
 			break
 		}
 		reply = fmt.Appendf(nil, "CONFIG cluster 0 %d\r\n%s\r\nEND\r\n", len(body), body)
+	case "config get " + leavingKey:
+		v := "0"
+		if s.c.Leaving != nil && s.c.Leaving() {
+			v = "1"
+		}
+		reply = fmt.Appendf(nil, "CONFIG %s 0 1\r\n%s\r\nEND\r\n", leavingKey, v)
 	case "get " + oldClusterKey:
 		body, err := s.served()
 		if err != nil {

@@ -44,6 +44,11 @@ type Config struct {
 	// (DefaultMaxConnectionsPerClient if 0), so that one client's flood
 	// leaves the others served.
 	MaxConnectionsPerClient int
+	// Leaving tells whether the pod is handing its keys off (package
+	// move): a peer about to copy keys here asks first ("config get
+	// leaving"), and sends none to a slot whose memory is going. nil:
+	// never.
+	Leaving func() bool
 	// Log receives what goes wrong; nil: nothing is logged.
 	Log *slog.Logger
 }

@@ -1,6 +1,7 @@
 package move
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/example/memcached-operator/pkg/discovery"
@@ -134,14 +136,13 @@ type Follower struct {
 	// done are the steps done, by plan ID; ledger is the last copy's.
 	done   map[int64]map[string]bool
 	ledger Ledger
+	// leaving: whether the pod is handing its keys off (Leaving).
+	leaving atomic.Int32
 }
 
 // Run follows the plans until ctx ends.
 func (f *Follower) Run(ctx context.Context) {
-	poll := f.Poll
-	if poll == 0 {
-		poll = time.Second
-	}
+	poll := cmp.Or(f.Poll, time.Second)
 	f.done = map[int64]map[string]bool{}
 	t := time.NewTicker(poll)
 	defer t.Stop()
@@ -185,6 +186,7 @@ func (f *Follower) step(ctx context.Context) {
 	mover := *f.Mover
 	mover.Dial = f.dialer(from, to)
 	if p.Step == StepCopy {
+		f.moveLeaves(f.leaves(from, to))
 		report(f.copyKeys(ctx, &mover, from, after))
 	} else {
 		report(f.settleKeys(ctx, &mover, p, to, after))

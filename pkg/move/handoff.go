@@ -5,12 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/example/memcached-operator/pkg/discovery"
@@ -84,6 +83,9 @@ func (l *Leaver) Run(ctx context.Context) {
 // HandOff hands the pod's keys off, and reports each step in the log.
 func (l *Leaver) HandOff(ctx context.Context) {
 	f := l.Follower
+	// Said before anything else: a peer leaving at the same moment sends
+	// this slot no key (copyAway).
+	f.leaving.Store(leavingForGood)
 	from, err := l.membership()
 	if err != nil {
 		l.report(podlog.Step{Msg: podlog.FailedMessage, Error: err.Error()})
@@ -97,17 +99,9 @@ func (l *Leaver) HandOff(ctx context.Context) {
 		l.report(podlog.Step{Msg: podlog.SettledMessage, Move: from.Version})
 		return
 	}
-	to := discovery.Cluster{Version: from.Version + 1,
-		Nodes: slices.DeleteFunc(slices.Clone(from.Nodes), func(n discovery.Node) bool { return Server(n) == self })}
-	after, err := ring.New(l.Ring, Servers(to))
-	if err != nil {
-		l.report(podlog.Step{Msg: podlog.FailedMessage, Move: from.Version, Error: err.Error()})
-		return
-	}
 	mover := *f.Mover
-	mover.Dial = f.dialer(from, to)
 	start := time.Now()
-	res, err := mover.Copy(ctx, self, after)
+	res, after, err := l.copyAway(ctx, &mover, from, self)
 	if err != nil {
 		// The operator publishes the membership without this slot all the
 		// same, and no settle would follow: a copy left there could be
@@ -199,23 +193,8 @@ func (l *Leaver) awaitPublication(ctx context.Context, from discovery.Cluster, s
 // serves tells whether the endpoint of n serves a membership newer than
 // version that does not list self.
 func (l *Leaver) serves(ctx context.Context, n discovery.Node, version int64, self string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	address := net.JoinHostPort(n.IP, strconv.Itoa(l.EndpointPort))
-	var conn net.Conn
-	var err error
-	if l.Follower.DialPeer != nil {
-		conn, err = l.Follower.DialPeer(ctx, address, n.Host)
-	} else {
-		conn, err = l.Follower.Mover.Dial(ctx, address)
-	}
-	if err != nil {
-		return false
-	}
-	defer conn.Close()
-	if d, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(d)
-	}
-	c, err := discovery.Ask(conn)
-	return err == nil && c.Version > version && !slices.ContainsFunc(c.Nodes, func(m discovery.Node) bool { return Server(m) == self })
+	return l.says(ctx, n, func(conn io.ReadWriter) (bool, error) {
+		c, err := discovery.Ask(conn)
+		return c.Version > version && !slices.ContainsFunc(c.Nodes, func(m discovery.Node) bool { return Server(m) == self }), err
+	})
 }

@@ -35,6 +35,9 @@ type handOffSlots struct {
 	addr map[string]string
 	// last is the index of the last slot, the one that leaves.
 	last int
+	// followers are the slots' pods' followers, whose Leaving the
+	// endpoints answer.
+	followers []*move.Follower
 }
 
 func (s *handOffSlots) set(t *testing.T, r *ring.Ring, key, value string) {
@@ -67,6 +70,7 @@ func startSlotsHandingOff(t *testing.T, n, keys int) *handOffSlots {
 		_, port, _ := net.SplitHostPort(addr)
 		p, _ := strconv.Atoi(port)
 		nodes = append(nodes, discovery.Node{Host: fmt.Sprintf("cache-%d.cache.ns.svc", i), IP: h, Port: int32(p)})
+		s.followers = append(s.followers, &move.Follower{Mover: &move.Mover{Dial: plain}, Host: fmt.Sprintf("cache-%d", i), Local: addr})
 		s.addr[move.Server(nodes[i])] = addr
 	}
 	s.from = discovery.Cluster{Version: 7, Nodes: nodes}
@@ -80,7 +84,7 @@ func startSlotsHandingOff(t *testing.T, n, keys int) *handOffSlots {
 		file := filepath.Join(t.TempDir(), "cluster")
 		s.files = append(s.files, file)
 		s.publish(t, i, s.from)
-		srv := discovery.New(discovery.Config{Membership: file, Memcached: s.c.names[i], Log: slog.New(slog.DiscardHandler)})
+		srv := discovery.New(discovery.Config{Membership: file, Memcached: s.c.names[i], Leaving: s.followers[i].Leaving, Log: slog.New(slog.DiscardHandler)})
 		go srv.Serve(ctx, ln)
 	}
 	s.port = lns[0].Addr().(*net.TCPAddr).Port
@@ -130,39 +134,6 @@ func (s *handOffSlots) publish(t *testing.T, i int, c discovery.Cluster) {
 	if err := os.Rename(tmp, s.files[i]); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// leaver is the last slot's Leaver, logging to log.
-func (s *handOffSlots) leaver(dir string, wait time.Duration, log *syncBuffer) *move.Leaver {
-	return &move.Leaver{
-		Follower: &move.Follower{
-			Mover: &move.Mover{Dial: plain},
-			Host:  fmt.Sprintf("cache-%d", s.last),
-			Local: s.c.names[s.last],
-			Log:   slog.New(slog.NewJSONHandler(log, nil)),
-		},
-		MembershipFile:  s.files[s.last],
-		Ring:            ring.Libmemcached,
-		ClientPoll:      300 * time.Millisecond,
-		PublicationWait: wait,
-		EndpointPort:    s.port,
-		Dir:             dir,
-		Poll:            50 * time.Millisecond,
-	}
-}
-
-// reported waits for the leaver's report of msg.
-func reported(t *testing.T, log *syncBuffer, msg string) podlog.Step {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if st, ok := podlog.LastStep(log.bytes(), 7, move.HandOffStep, msg); ok {
-			return st
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("the leaver did not say %q:\n%s", msg, log.bytes())
-	return podlog.Step{}
 }
 
 // TestALeavingSlotHandsItsKeysOff: the last of three slots is deleted
