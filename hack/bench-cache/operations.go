@@ -135,7 +135,7 @@ func (o *opsRun) steps() []opStep {
 		{"scale 4 → 3", 3, true, false, false, nil, func() error { return o.patch(o.memcached(), `{"spec":{"size":3}}`) }},
 		{"a pod deleted with its grace period (its keys handed off, its slot's pod replaced)", 3, false, false, false, o.evictedReplaced,
 			func() error { return o.deleteWith(nil, 1) }},
-		{"two pods deleted at once with their grace period (no budget holds a delete: each hands its keys to the slot that stays)", 3, false, false, false, o.evictedReplaced,
+		{"two pods deleted at once with their grace period (their keys handed off to the slot that stays; no budget holds a delete)", 3, false, false, false, o.evictedReplaced,
 			func() error { return o.deleteWith(nil, 0, 1) }},
 		{"a pod evicted through the Eviction API (its keys handed off, its slot's pod replaced)", 3, false, false, false, o.evictedReplaced,
 			func() error { return o.evict(2) }},

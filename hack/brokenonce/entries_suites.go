@@ -221,4 +221,7 @@ var suiteEntries = []entry{
 	{"a pod whose slot a move takes out says it is leaving", "pkg/move/follow.go",
 		"\t\tf.moveLeaves(f.leaves(from, to))", "\t\tf.moveLeaves(false && f.leaves(from, to))",
 		"./pkg/move", "integration", "TestAFollowerWhoseSlotAMoveTakesOutSaysItIsLeaving"},
+	{"a second pod deleted during a hand-off joins its move", "pkg/controller/memcached/moves.go",
+		"\t\tif next, ok := s.replanned(ctx, p, st, target); ok {", "\t\tif next, ok := s.replanned(ctx, p, st, target); ok && false {",
+		"./pkg/controller/memcached", "", "TestASecondPodDeletedDuringAHandOffJoinsItsMove"},
 }

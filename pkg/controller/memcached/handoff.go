@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/example/memcached-operator/pkg/desired"
 	"github.com/example/memcached-operator/pkg/discovery"
@@ -123,6 +124,37 @@ func (s *scope) handingOff(p move.Plan, step string, pod *owned.Pod) bool {
 	to, err := discovery.Parse([]byte(p.To))
 	k, ok := ordinal(pod.Name, s.m.Name)
 	return err == nil && ok && !listsSlot(to, desired.SlotHost(s.m.Name, s.m.Namespace, int(k)))
+}
+
+// replanned is p, a move in its copy step, made to target instead, when
+// target takes out, beside the slots p takes out, more slots that are
+// being handed off: two pods deleted at once, seen one after the other.
+// Each leaving pod hands its keys to the membership without every peer
+// that says it is leaving too (package move's Leaver), which is target,
+// not p's; published, p's membership would send the clients to a slot
+// whose memory goes, and its settle would delete from the slots that stay
+// the keys target gives them. Their word is of the membership p leaves,
+// which target's move leaves too.
+func (s *scope) replanned(ctx context.Context, p move.Plan, st membershipState, target discovery.Cluster) (move.Plan, bool) {
+	if len(target.Nodes) == 0 || len(target.Nodes) >= len(st.to.Nodes) {
+		return p, false
+	}
+	leaving := s.leaving()
+	for _, n := range st.to.Nodes {
+		if !slices.Contains(target.Nodes, n) && !slices.Contains(leaving, n.Host) {
+			return p, false
+		}
+	}
+	for _, n := range target.Nodes {
+		if !slices.Contains(st.to.Nodes, n) {
+			return p, false
+		}
+	}
+	// A move of its own: the pods do each step of a move once.
+	target.Version = max(target.Version, st.to.Version) + 1
+	p.ID, p.To, p.Stepped = target.Version, string(target.Body()), s.now()
+	ctrl.LoggerFrom(ctx).Info("Moving keys to fewer slots: more are handed off", "from", len(st.from.Nodes), "to", len(target.Nodes), "move", p.ID)
+	return p, true
 }
 
 // listsSlot tells whether c lists the slot named host.

@@ -222,6 +222,9 @@ func (s *scope) moveStep(ctx context.Context, st membershipState, target discove
 	p := *st.plan
 	switch p.Step {
 	case move.StepCopy:
+		if next, ok := s.replanned(ctx, p, st, target); ok {
+			return held(st.published, addrs), next.Marshal(), ctrl.Result{RequeueAfter: moveLogPoll}, nil
+		}
 		said, done, err := s.awaitPods(ctx, p, move.StepCopy, st.from, podlog.CopiedMessage,
 			fmt.Sprintf("Publishing %d slots with keys not all copied (%%s): their clients miss them", len(st.to.Nodes)))
 		if err != nil || !done {
