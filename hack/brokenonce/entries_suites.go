@@ -224,4 +224,7 @@ var suiteEntries = []entry{
 	{"a second pod deleted during a hand-off joins its move", "pkg/controller/memcached/moves.go",
 		"\t\tif next, ok := s.replanned(ctx, p, st, target); ok {", "\t\tif next, ok := s.replanned(ctx, p, st, target); ok && false {",
 		"./pkg/controller/memcached", "", "TestASecondPodDeletedDuringAHandOffJoinsItsMove"},
+	{"a lane of a copy that fails counts the copies it made, which are taken back", "pkg/move/copy.go",
+		"\t\t\t\tres.add(got)\n", "\t\t\t\tif err == nil {\n\t\t\t\t\tres.add(got)\n\t\t\t\t}\n",
+		"./pkg/move", "integration", "TestAHandOffWhoseCopyFailsIsTakenBack"},
 }

@@ -1,28 +1,72 @@
 package move
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // copyTo copies the keys of server to their owners (byOwner), counting in
-// res.
-func (m *Mover) copyTo(ctx context.Context, conns conns, server string, byOwner map[string][]string, res *CopyResult) error {
+// res: in lanes, each on connections of its own, at most Lanes at once.
+// Over TLS each write of a batch waits for its answer (recordBudget), so
+// one lane copies a round trip's 15 KiB at a time: the owners, and the
+// parts of each one's keys, are copied side by side.
+func (m *Mover) copyTo(ctx context.Context, server string, byOwner map[string][]string, res *CopyResult) error {
+	total := 0
+	for _, keys := range byOwner {
+		total += len(keys)
+	}
+	lanes := cmp.Or(m.Lanes, defaultLanes)
+	share := max(m.batch(), (total+lanes-1)/lanes)
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(lanes)
+	var mu sync.Mutex
 	for owner, leaving := range byOwner {
-		src, err := conns.get(ctx, m, server)
-		if err != nil {
-			return err
-		}
-		dst, err := conns.get(ctx, m, owner)
-		if err != nil {
-			return err
-		}
-		if err := m.copyBatches(ctx, src, dst, server, owner, leaving, res); err != nil {
-			return err
+		for part := range chunks(leaving, share) {
+			g.Go(func() error {
+				conns := m.pool()
+				defer conns.close()
+				got := CopyResult{Ledger: Ledger{}}
+				err := m.copyLane(ctx, conns, server, owner, part, &got)
+				// A lane that failed counts the copies it made: they are
+				// taken back.
+				mu.Lock()
+				res.add(got)
+				mu.Unlock()
+				return err
+			})
 		}
 	}
-	return nil
+	return g.Wait()
+}
+
+// defaultLanes is Mover.Lanes' default.
+const defaultLanes = 4
+
+// copyLane copies keys of server to owner on conns.
+func (m *Mover) copyLane(ctx context.Context, conns conns, server, owner string, keys []string, res *CopyResult) error {
+	src, err := conns.get(ctx, m, server)
+	if err != nil {
+		return err
+	}
+	dst, err := conns.get(ctx, m, owner)
+	if err != nil {
+		return err
+	}
+	return m.copyBatches(ctx, src, dst, server, owner, keys, res)
+}
+
+// add counts in r the copies of other, a lane's.
+func (r *CopyResult) add(other CopyResult) {
+	r.Copied += other.Copied
+	r.Present += other.Present
+	r.Gone += other.Gone
+	maps.Copy(r.Ledger, other.Ledger)
 }
 
 // read is a batch of keys read from the server that holds them: how many

@@ -17,24 +17,32 @@ import (
 	"github.com/example/memcached-operator/pkg/podlog"
 )
 
-// breaksAfter is a connection that refuses a write that would take it
-// past left bytes, and closes.
+// breaks is a byte budget the connections to one peer share, copies
+// going side by side: the write that would take them past it closes its
+// connection and fails, as do the others' next ones, and a connection
+// dialed after that is whole.
+type breaks struct {
+	left  atomic.Int64
+	broke atomic.Bool
+}
+
+// breaksAfter is a connection that spends b.
 type breaksAfter struct {
 	net.Conn
-	left int
+	b *breaks
 }
 
 func (c *breaksAfter) Write(p []byte) (int, error) {
-	if len(p) > c.left {
+	if c.b.left.Add(-int64(len(p))) < 0 {
+		c.b.broke.Store(true)
 		c.Conn.Close()
 		return 0, errors.New("the connection broke")
 	}
-	c.left -= len(p)
 	return c.Conn.Write(p)
 }
 
-// TestAHandOffWhoseCopyFailsIsTakenBack: the leaving slot's first
-// connection to one of its peers breaks after two batches of copies. The
+// TestAHandOffWhoseCopyFailsIsTakenBack: the leaving slot's connections
+// to one of its peers break after about two batches of copies. The
 // operator would publish the membership without the slot all the same,
 // and no settle would follow, so the copies made are taken back: none of
 // the leaving slot's keys is left on its new owner, the slot still holds
@@ -44,14 +52,15 @@ func TestAHandOffWhoseCopyFailsIsTakenBack(t *testing.T) {
 	log := &syncBuffer{}
 	l := s.leaver(t.TempDir(), time.Minute, log)
 	broken := s.addr[move.Server(s.from.Nodes[1])]
-	var dialed atomic.Int32
+	b := &breaks{}
+	// About two batches of 100 of these keys' copies.
+	b.left.Store(10000)
 	l.Follower.DialPeer = func(ctx context.Context, addr, _ string) (net.Conn, error) {
 		c, err := plain(ctx, addr)
-		if err != nil || addr != broken || dialed.Add(1) > 1 {
+		if err != nil || addr != broken || b.broke.Load() {
 			return c, err
 		}
-		// About two batches of 100 of these keys' copies.
-		return &breaksAfter{Conn: c, left: 10000}, nil
+		return &breaksAfter{Conn: c, b: b}, nil
 	}
 	l.HandOff(context.Background())
 	failed := reported(t, log, podlog.FailedMessage)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,10 +32,13 @@ func TestAKeyTheFirstListingMissedIsCopied(t *testing.T) {
 	leaving := c.names[3]
 	after := c.ring(t, c.names[:3])
 	// Written when the mover dials the leaving slot again once it has
-	// dialed another (copied to it): at the second listing.
+	// dialed another (copied to it): after the first listing.
 	const late = "written-after-the-first-listing"
+	var mu sync.Mutex
 	var copying, written bool
 	dial := func(ctx context.Context, server string) (net.Conn, error) {
+		mu.Lock()
+		defer mu.Unlock()
 		switch {
 		case server != leaving:
 			copying = true

@@ -44,13 +44,16 @@ type Dialer func(ctx context.Context, server string) (net.Conn, error)
 
 // Mover moves keys.
 type Mover struct {
-	// Dial reaches a server.
+	// Dial reaches a server. A copy's lanes call it at once.
 	Dial Dialer
 	// Limit bounds how many keys a second it reads or writes, so that
 	// clients' requests keep their latency; nil: no bound.
 	Limit *rate.Limiter
 	// Batch is how many keys go to a server in one round trip (100 if 0).
 	Batch int
+	// Lanes is how many parts of a server's keys are copied at once, each
+	// on connections of its own (4 if 0).
+	Lanes int
 	// Timeout bounds each round trip (5 s if 0).
 	Timeout time.Duration
 	// ListIdle bounds how long a listing waits for its next line (30 s if
@@ -123,8 +126,6 @@ const copyPasses = 2
 // that server, unless it holds the key already.
 func (m *Mover) Copy(ctx context.Context, server string, after *ring.Ring) (CopyResult, error) {
 	res := CopyResult{Ledger: Ledger{}}
-	conns := m.pool()
-	defer conns.close()
 	handled := map[string]bool{}
 	for pass := range copyPasses {
 		leaving, listed, err := m.misplaced(ctx, server, after)
@@ -144,7 +145,7 @@ func (m *Mover) Copy(ctx context.Context, server string, after *ring.Ring) (Copy
 			owner := after.Server(k.key)
 			byOwner[owner] = append(byOwner[owner], k.key)
 		}
-		if err := m.copyTo(ctx, conns, server, byOwner, &res); err != nil {
+		if err := m.copyTo(ctx, server, byOwner, &res); err != nil {
 			return res, err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
 	"testing"
 
 	"github.com/bradfitz/gomemcache/memcache"
@@ -14,14 +15,18 @@ import (
 
 // onSecondDial dials as plain does, and calls do once, before the second
 // connection to server: the first is the listing's, the second the one its
-// keys are then read or deleted on.
+// keys are then read or deleted on. The copy's lanes dial at once: the
+// others wait for do.
 func onSecondDial(server string, do func()) func(context.Context, string) (net.Conn, error) {
+	var mu sync.Mutex
 	dials := 0
 	return func(ctx context.Context, s string) (net.Conn, error) {
 		if s == server {
+			mu.Lock()
 			if dials++; dials == 2 {
 				do()
 			}
+			mu.Unlock()
 		}
 		return plain(ctx, s)
 	}

@@ -290,6 +290,6 @@ func (s *scope) recordMoved(ctx context.Context, st membershipState, p move.Plan
 	copied, _ := s.readStepReports(ctx, p, move.StepCopy, st.from, podlog.CopiedMessage)
 	ctrl.LoggerFrom(ctx).Info("Moved keys", "from", len(st.from.Nodes), "to", len(st.to.Nodes), "move", p.ID, "copied", copied.copied, "removed", said.removed)
 	s.Recorder.Eventf(s.m, nil, corev1.EventTypeNormal, eventKeysMoved, "Move",
-		"Moved keys from %d to %d slots in %s: %d copied to their new slots (the longest copy of a pod took %.1fs), %d removed from their old ones",
+		"Moved keys from %d to %d slots in %s: %d copied to their new slots (the longest copy of a pod took %.2fs), %d removed from their old ones",
 		len(st.from.Nodes), len(st.to.Nodes), s.now().Sub(p.Started).Round(time.Second), copied.copied, copied.seconds, said.removed)
 }
