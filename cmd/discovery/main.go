@@ -124,13 +124,13 @@ func serveSignals(ctx context.Context, listen string, c discovery.Config, local 
 // pod's keys off when h says how and a preStop hook asks; it returns what
 // tells whether the pod is leaving, which the endpoint answers peers.
 func startMoves(ctx context.Context, c discovery.Config, plan string, peers memcachedconn.Files, moveRate int, h handOff, listen string) (func() bool, error) {
-	f, err := follower(c, plan, peers, moveRate)
+	f, err := follower(c, plan, peers, moveRate, listen)
 	if err != nil {
 		return nil, err
 	}
 	go f.Run(ctx)
 	if h.dir != "" {
-		l, err := h.leaver(f, c.Membership, listen)
+		l, err := h.leaver(f, c.Membership)
 		if err != nil {
 			return nil, fmt.Errorf("handing keys off: %w", err)
 		}
@@ -155,8 +155,26 @@ func (h *handOff) bind() {
 }
 
 // leaver hands this pod's keys off when a preStop hook asks, with f's
-// mover, to the peers whose endpoints listen as this one does.
-func (h handOff) leaver(f *move.Follower, membership, listen string) (*move.Leaver, error) {
+// mover, to the peers f asks.
+func (h handOff) leaver(f *move.Follower, membership string) (*move.Leaver, error) {
+	if _, err := ring.New(ring.Hash(h.ring), []string{"localhost:11211"}); err != nil {
+		return nil, err
+	}
+	return &move.Leaver{
+		Follower: f, MembershipFile: membership, Ring: ring.Hash(h.ring), ClientPoll: h.clientPoll,
+		PublicationWait: h.publicationWait, Dir: h.dir,
+	}, nil
+}
+
+// follower does this pod's part of each move of keys published in plan, as
+// far as c's seal vouches for it, reaching memcacheds through peers at
+// most moveRate keys a second, and asking the peers' endpoints, which
+// listen as this one does, whether they are leaving.
+func follower(c discovery.Config, plan string, peers memcachedconn.Files, moveRate int, listen string) (*move.Follower, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, fmt.Errorf("reading the host name: %w", err)
+	}
 	_, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("the endpoint's address %q: %w", listen, err)
@@ -165,33 +183,17 @@ func (h handOff) leaver(f *move.Follower, membership, listen string) (*move.Leav
 	if err != nil {
 		return nil, fmt.Errorf("the endpoint's port %q: %w", port, err)
 	}
-	if _, err := ring.New(ring.Hash(h.ring), []string{"localhost:11211"}); err != nil {
-		return nil, err
-	}
-	return &move.Leaver{
-		Follower: f, MembershipFile: membership, Ring: ring.Hash(h.ring), ClientPoll: h.clientPoll,
-		PublicationWait: h.publicationWait, EndpointPort: p, Dir: h.dir,
-	}, nil
-}
-
-// follower does this pod's part of each move of keys published in plan, as
-// far as c's seal vouches for it, reaching memcacheds through peers at
-// most moveRate keys a second.
-func follower(c discovery.Config, plan string, peers memcachedconn.Files, moveRate int) (*move.Follower, error) {
-	host, err := os.Hostname()
-	if err != nil {
-		return nil, fmt.Errorf("reading the host name: %w", err)
-	}
 	return &move.Follower{
 		Mover: &move.Mover{
 			Dial:  func(ctx context.Context, address string) (net.Conn, error) { return peers.Dial(ctx, address) },
 			Limit: rate.NewLimiter(rate.Limit(moveRate), 100),
 		},
-		DialPeer: peers.DialPeer,
-		PlanFile: plan,
-		SealFile: c.Seal,
-		Host:     host,
-		Local:    c.Memcached,
-		Log:      c.Log,
+		DialPeer:     peers.DialPeer,
+		EndpointPort: p,
+		PlanFile:     plan,
+		SealFile:     c.Seal,
+		Host:         host,
+		Local:        c.Memcached,
+		Log:          c.Log,
 	}, nil
 }

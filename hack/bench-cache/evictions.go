@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/memcached-operator/pkg/desired"
+	"github.com/example/memcached-operator/pkg/discovery"
 )
 
 // drainWithin bounds a drain of the operations' Memcached: three hand-offs,
@@ -85,5 +89,35 @@ func (o *opsRun) deleteWith(opts client.DeleteOption, slots ...int) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// deleteAtPublication deletes the pod of slot first with its grace period,
+// waits until the membership published lacks that slot (its hand-off
+// published), and deletes the pod of slot second at once: before the
+// operator tells that pod of the new membership (a second or two), so that
+// it hands off from the one that lists both.
+func (o *opsRun) deleteAtPublication(first, second int) error {
+	if err := o.deleteWith(nil, first); err != nil {
+		return err
+	}
+	gone := o.evicted
+	host := desired.SlotHost(opsName, namespace, first)
+	key := client.ObjectKey{Namespace: namespace, Name: desired.MembershipName(opsName)}
+	err := wait.PollUntilContextTimeout(o.ctx, 50*time.Millisecond, drainWithin, true, func(ctx context.Context) (bool, error) {
+		cm := &corev1.ConfigMap{}
+		if err := o.e.c.Get(ctx, key, cm); err != nil {
+			return false, err
+		}
+		c, err := discovery.Parse([]byte(cm.Data[desired.MembershipKey]))
+		return err == nil && len(c.Nodes) > 0 && !slices.ContainsFunc(c.Nodes, func(n discovery.Node) bool { return n.Host == host }), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the membership without slot %d: %w", first, err)
+	}
+	if err := o.deleteWith(nil, second); err != nil {
+		return err
+	}
+	o.evicted = append(gone, o.evicted...)
 	return nil
 }

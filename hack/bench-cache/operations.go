@@ -137,6 +137,8 @@ func (o *opsRun) steps() []opStep {
 			func() error { return o.deleteWith(nil, 1) }},
 		{"two pods deleted at once with their grace period (their keys handed off to the slot that stays; no budget holds a delete)", 3, false, false, false, o.evictedReplaced,
 			func() error { return o.deleteWith(nil, 0, 1) }},
+		{"a second pod deleted as the first one's hand-off is published (their keys handed off; the second, not yet told, from the membership that lists both)", 3, false, false, false, o.evictedReplaced,
+			func() error { return o.deleteAtPublication(0, 1) }},
 		{"a pod evicted through the Eviction API (its keys handed off, its slot's pod replaced)", 3, false, false, false, o.evictedReplaced,
 			func() error { return o.evict(2) }},
 		{"a drain: every pod evicted as kubectl drain evicts (each one's keys handed off in turn)", 3, false, false, false, o.evictedReplaced,

@@ -141,7 +141,7 @@ var entries = []entry{
 		"slices.Contains(said.done, name)", `slices.Contains(said.done, "")`,
 		"./pkg/controller/memcached", "", "TestAHandOffEndedWithoutTheLeavingPodsWordIsToldToHaveLostItsKeys"},
 	{"a leaving pod's word of an older version of the same members counts", "pkg/controller/memcached/movereports.go",
-		"podlog.LastHandOff(log, c.Version, move.MembersDigest(c), move.HandOffStep, msg)", `podlog.LastHandOff(log, c.Version, "", move.HandOffStep, msg)`,
+		"podlog.LastHandOff(log, c.Version, move.MembersDigest(c), onto, move.HandOffStep, msg)", `podlog.LastHandOff(log, c.Version, "", onto, move.HandOffStep, msg)`,
 		"./pkg/controller/memcached", "", "TestADeletedPodsHandOffIsWaitedFor"},
 	{"a field an admission policy drops is learned, and costs nothing at rest", "pkg/controller/memcached/apply.go",
 		"\ts.Owned.RememberNotKept(current, applied)", "\t_ = applied",

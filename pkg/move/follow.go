@@ -129,6 +129,9 @@ type Follower struct {
 	// certificate); nil: Mover.Dial(address). The pod's own memcached is
 	// reached with Mover.Dial(Local).
 	DialPeer func(ctx context.Context, address, host string) (net.Conn, error)
+	// EndpointPort is the peers' discovery port, where a hand-off and a
+	// settle ask them whether they are leaving (0: not asked).
+	EndpointPort int
 	// Poll is how often PlanFile is read (1 s if 0).
 	Poll time.Duration
 	Log  *slog.Logger
@@ -189,7 +192,7 @@ func (f *Follower) step(ctx context.Context) {
 		f.moveLeaves(f.leaves(from, to))
 		report(f.copyKeys(ctx, &mover, from, after))
 	} else {
-		report(f.settleKeys(ctx, &mover, p, to, after))
+		report(f.settleKeys(ctx, &mover, p, to, f.withoutLeaving(ctx, p.Ring, to, after)))
 	}
 }
 
@@ -269,31 +272,4 @@ func (f *Follower) self(c discovery.Cluster) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// dialer reaches the servers of from and to by their addresses, and this
-// pod's own at Local.
-func (f *Follower) dialer(from, to discovery.Cluster) Dialer {
-	type peer struct{ addr, host string }
-	peers := map[string]peer{}
-	for _, c := range []discovery.Cluster{from, to} {
-		for _, n := range c.Nodes {
-			p := peer{addr: net.JoinHostPort(n.IP, strconv.Itoa(int(n.Port))), host: n.Host}
-			if strings.HasPrefix(n.Host, f.Host+".") {
-				p = peer{addr: f.Local}
-			}
-			peers[Server(n)] = p
-		}
-	}
-	dial := f.Mover.Dial
-	return func(ctx context.Context, server string) (net.Conn, error) {
-		p, ok := peers[server]
-		switch {
-		case !ok:
-			return nil, fmt.Errorf("server %s is in neither membership", server)
-		case p.host != "" && f.DialPeer != nil:
-			return f.DialPeer(ctx, p.addr, p.host)
-		}
-		return dial(ctx, p.addr)
-	}
 }

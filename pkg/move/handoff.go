@@ -37,7 +37,7 @@ const HandOffStep = "hand-off"
 // Leaver hands a leaving pod's keys off.
 type Leaver struct {
 	// Follower is the pod's follower: its Mover, DialPeer, Host, Local,
-	// SealFile and Log.
+	// EndpointPort, SealFile and Log.
 	Follower *Follower
 	// MembershipFile holds the membership the pod serves.
 	MembershipFile string
@@ -47,16 +47,15 @@ type Leaver struct {
 	// PublicationWait bounds the wait for a peer to serve the membership
 	// without this slot, from the copy's end.
 	PublicationWait time.Duration
-	// EndpointPort is the peers' discovery port.
-	EndpointPort int
 	// Dir is the hand-off's directory; Poll how often it is looked at (1 s
 	// if 0).
 	Dir  string
 	Poll time.Duration
 
 	// members is the digest of the membership left, which each report
-	// names (MembersDigest).
-	members string
+	// names (MembersDigest); onto the one of the membership its keys were
+	// copied to (copyAway).
+	members, onto string
 }
 
 // Run waits until both preStop hooks ask for a hand-off (the pod is being
@@ -144,7 +143,7 @@ func (l *Leaver) takeBack(ctx context.Context, mover *Mover, ledger Ledger, vers
 
 // report writes r as a hand-off's step.
 func (l *Leaver) report(r podlog.Step) {
-	r.Step, r.Members = HandOffStep, l.members
+	r.Step, r.Members, r.Onto = HandOffStep, l.members, l.onto
 	level := slog.LevelInfo
 	if r.Failed() {
 		level = slog.LevelError
@@ -193,7 +192,7 @@ func (l *Leaver) awaitPublication(ctx context.Context, from discovery.Cluster, s
 // serves tells whether the endpoint of n serves a membership newer than
 // version that does not list self.
 func (l *Leaver) serves(ctx context.Context, n discovery.Node, version int64, self string) bool {
-	return l.says(ctx, n, func(conn io.ReadWriter) (bool, error) {
+	return l.Follower.says(ctx, n, func(conn io.ReadWriter) (bool, error) {
 		c, err := discovery.Ask(conn)
 		return c.Version > version && !slices.ContainsFunc(c.Nodes, func(m discovery.Node) bool { return Server(m) == self }), err
 	})

@@ -3,12 +3,7 @@ package move
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"slices"
-	"strconv"
-	"sync"
-	"time"
 
 	"github.com/example/memcached-operator/pkg/discovery"
 	"github.com/example/memcached-operator/pkg/ring"
@@ -68,14 +63,15 @@ func (f *Follower) leaves(from, to discovery.Cluster) bool {
 // without each peer that says it is leaving, asked before the copy and
 // again after it until none more is: keys copied to a peer that began
 // leaving meanwhile are copied again. It returns the copies, as one
-// ledger, and the ring they were made to.
+// ledger, and the ring they were made to, whose members it keeps in
+// l.onto for the reports.
 func (l *Leaver) copyAway(ctx context.Context, mover *Mover, from discovery.Cluster, self string) (CopyResult, *ring.Ring, error) {
 	gone := map[string]bool{self: true}
 	var res CopyResult
 	var after *ring.Ring
 	// Each round takes out one peer at least: at most one per slot.
 	for {
-		more := l.peersLeaving(ctx, from, gone)
+		more := l.Follower.peersLeaving(ctx, from, gone)
 		if after != nil && len(more) == 0 {
 			return res, after, nil
 		}
@@ -91,6 +87,7 @@ func (l *Leaver) copyAway(ctx context.Context, mover *Mover, from discovery.Clus
 		if after, err = ring.New(l.Ring, Servers(to)); err != nil {
 			return res, after, err
 		}
+		l.onto = MembersDigest(to)
 		mover.Dial = l.Follower.dialer(from, to)
 		again, err := mover.Copy(ctx, self, after)
 		res = res.then(again, gone, after)
@@ -127,53 +124,4 @@ func (r CopyResult) then(again CopyResult, gone map[string]bool, after *ring.Rin
 	r.Copied = len(r.Ledger)
 	r.Gone += again.Gone
 	return r
-}
-
-// peersLeaving asks each server of from not gone whether it is leaving, at
-// once, and returns those that say so. One that does not answer is not
-// taken out: a copy to it fails, if it is down.
-func (l *Leaver) peersLeaving(ctx context.Context, from discovery.Cluster, gone map[string]bool) []string {
-	var (
-		mu  sync.Mutex
-		out []string
-		wg  sync.WaitGroup
-	)
-	for _, n := range from.Nodes {
-		if gone[Server(n)] {
-			continue
-		}
-		wg.Go(func() {
-			if l.says(ctx, n, discovery.AskLeaving) {
-				mu.Lock()
-				out = append(out, Server(n))
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return out
-}
-
-// says tells whether the endpoint of n, asked with ask within 5 s, says
-// true.
-func (l *Leaver) says(ctx context.Context, n discovery.Node, ask func(conn io.ReadWriter) (bool, error)) bool {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	address := net.JoinHostPort(n.IP, strconv.Itoa(l.EndpointPort))
-	var conn net.Conn
-	var err error
-	if l.Follower.DialPeer != nil {
-		conn, err = l.Follower.DialPeer(ctx, address, n.Host)
-	} else {
-		conn, err = l.Follower.Mover.Dial(ctx, address)
-	}
-	if err != nil {
-		return false
-	}
-	defer conn.Close()
-	if d, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(d)
-	}
-	yes, err := ask(conn)
-	return err == nil && yes
 }

@@ -28,13 +28,13 @@ func (s *handOffSlots) leaver(dir string, wait time.Duration, log *syncBuffer) *
 func (s *handOffSlots) leaverOf(i int, dir string, wait time.Duration, log *syncBuffer) *move.Leaver {
 	f := s.followers[i]
 	f.Log = slog.New(slog.NewJSONHandler(log, nil))
+	f.EndpointPort = s.port
 	return &move.Leaver{
 		Follower:        f,
 		MembershipFile:  s.files[i],
 		Ring:            ring.Libmemcached,
 		ClientPoll:      300 * time.Millisecond,
 		PublicationWait: wait,
-		EndpointPort:    s.port,
 		Dir:             dir,
 		Poll:            50 * time.Millisecond,
 	}
@@ -80,7 +80,8 @@ func (s *handOffSlots) onlyFirst(t *testing.T) (discovery.Cluster, *ring.Ring) {
 // was told, which lists the other: without asking, each sent the other
 // about half its keys, lost with the other's memory. Each says it is
 // leaving before it asks its peers, so each of their keys reaches the slot
-// that stays, with its value, once their memories are gone.
+// that stays, with its value, once their memories are gone; each report
+// names the members it copied onto.
 func TestTwoSlotsLeavingTogetherHandTheirKeysToTheSlotThatStays(t *testing.T) {
 	const n = 3000
 	s := startHandOffSlots(t, n)
@@ -90,12 +91,18 @@ func TestTwoSlotsLeavingTogetherHandTheirKeysToTheSlotThatStays(t *testing.T) {
 		l := s.leaverOf(i+1, t.TempDir(), 30*time.Second, log)
 		wg.Go(func() { l.HandOff(context.Background()) })
 	}
+	first, r := s.onlyFirst(t)
 	for _, log := range logs {
-		if st := reported(t, log, podlog.CopiedMessage); st.Failed() {
+		st := reported(t, log, podlog.CopiedMessage)
+		if st.Failed() {
 			t.Fatalf("copied: %+v", st)
 		}
+		// What the operator counts its word by, its mounted membership
+		// one that lists the other.
+		if st.Onto != move.MembersDigest(first) {
+			t.Fatalf("the report says the keys went onto %q, not the slot that stays (%q)", st.Onto, move.MembersDigest(first))
+		}
 	}
-	first, r := s.onlyFirst(t)
 	s.publish(t, 0, first)
 	wg.Wait()
 	for _, log := range logs {

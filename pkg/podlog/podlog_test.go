@@ -103,21 +103,23 @@ func TestReportsReadBackAsWritten(t *testing.T) {
 
 // A hand-off's report is found by the membership's version, or by its
 // members' digest when the version published is another (the pod's
-// mounted membership lagged): not by a digest of other members, nor by
-// none.
+// mounted membership lagged), or by the digest of the members it copied
+// onto: not by a digest of other members, nor by none.
 func TestAHandOffIsFoundByItsMembers(t *testing.T) {
 	g := NewWithT(t)
 	var log bytes.Buffer
 	l := slog.New(slog.NewJSONHandler(&log, nil))
-	Write(l, slog.LevelInfo, Step{Msg: CopiedMessage, Move: 7, Step: "hand-off", Server: "c-2:11211", Copied: 5, Members: "abc"})
-	got, ok := LastHandOff(log.Bytes(), 7, "other", "hand-off", CopiedMessage)
+	Write(l, slog.LevelInfo, Step{Msg: CopiedMessage, Move: 7, Step: "hand-off", Server: "c-2:11211", Copied: 5, Members: "abc", Onto: "def"})
+	got, ok := LastHandOff(log.Bytes(), 7, "other", "other", "hand-off", CopiedMessage)
 	g.Expect(ok).To(BeTrue(), "by its version")
 	g.Expect(got.Copied).To(Equal(5))
-	_, ok = LastHandOff(log.Bytes(), 9, "abc", "hand-off", CopiedMessage)
+	_, ok = LastHandOff(log.Bytes(), 9, "abc", "other", "hand-off", CopiedMessage)
 	g.Expect(ok).To(BeTrue(), "by its members, of another version")
-	_, ok = LastHandOff(log.Bytes(), 9, "other", "hand-off", CopiedMessage)
+	_, ok = LastHandOff(log.Bytes(), 9, "other", "def", "hand-off", CopiedMessage)
+	g.Expect(ok).To(BeTrue(), "by the members it copied onto")
+	_, ok = LastHandOff(log.Bytes(), 9, "other", "other", "hand-off", CopiedMessage)
 	g.Expect(ok).To(BeFalse(), "other members")
-	_, ok = LastHandOff(log.Bytes(), 9, "", "hand-off", CopiedMessage)
+	_, ok = LastHandOff(log.Bytes(), 9, "", "", "hand-off", CopiedMessage)
 	g.Expect(ok).To(BeFalse(), "no members named")
 	_, ok = LastStep(log.Bytes(), 9, "hand-off", CopiedMessage)
 	g.Expect(ok).To(BeFalse(), "LastStep goes by the version alone")

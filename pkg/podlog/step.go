@@ -37,6 +37,10 @@ type Step struct {
 	// move's MembersDigest: its slots and their addresses), which names
 	// where its keys were copied to, whatever that membership's version.
 	Members string `json:"members,omitempty"`
+	// Of a hand-off's copy: the digest of the membership its keys were
+	// copied to: the one it left, without its slot and each peer that
+	// said it was leaving too.
+	Onto string `json:"onto,omitempty"`
 }
 
 // LastStep is the key mover's last report in log of step of move id:
@@ -48,12 +52,18 @@ func LastStep(log []byte, id int64, step, msg string) (last Step, ok bool) {
 
 // LastHandOff is LastStep of a hand-off (step) of the membership id, or of
 // a membership of another version with the same members (their digest):
-// a pod whose mounted membership lags behind the one published (the
-// kubelet updates a volume up to a minute or more after its source) leaves
-// an older version, which sends its keys where id does when its slots and
-// their addresses are the same.
-func LastHandOff(log []byte, id int64, members, step, msg string) (last Step, ok bool) {
-	return lastStep(log, step, msg, func(s Step) bool { return s.Move == id || (members != "" && s.Members == members) })
+// a pod whose mounted membership lagged behind the one published (the
+// kubelet updates a volume up to a minute or more after its source)
+// leaves an older version, which sends its keys where id does when its
+// slots and their addresses are the same. Or its copy was made onto the
+// members onto (their digest): a pod deleted before it was told of the
+// membership without a slot handed off just before, which leaves that
+// slot out too, as it says it is leaving, copies where a move from id to
+// the membership without both sends the clients.
+func LastHandOff(log []byte, id int64, members, onto, step, msg string) (last Step, ok bool) {
+	return lastStep(log, step, msg, func(s Step) bool {
+		return s.Move == id || (members != "" && s.Members == members) || (onto != "" && s.Onto == onto)
+	})
 }
 
 func lastStep(log []byte, step, msg string, of func(Step) bool) (last Step, ok bool) {

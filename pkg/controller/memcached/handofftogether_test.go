@@ -1,10 +1,13 @@
 package memcached
 
 import (
+	"bytes"
 	"context"
-	"time"
-
+	"fmt"
+	"log/slog"
+	"slices"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +19,7 @@ import (
 	"github.com/example/memcached-operator/pkg/discovery"
 	"github.com/example/memcached-operator/pkg/move"
 	"github.com/example/memcached-operator/pkg/owned"
+	"github.com/example/memcached-operator/pkg/podlog"
 	"github.com/example/memcached-operator/pkg/ring"
 )
 
@@ -27,28 +31,13 @@ import (
 // leave.
 func TestASecondPodDeletedDuringAHandOffJoinsItsMove(t *testing.T) {
 	g := NewWithT(t)
-	node := func(k int) discovery.Node {
-		return discovery.Node{Host: desired.SlotHost("c", "ns", k), IP: "10.0.0." + string(rune('1'+k)), Port: 11211}
-	}
-	from := discovery.Cluster{Version: 3, Nodes: []discovery.Node{node(0), node(1), node(2)}}
-	first := discovery.Cluster{Version: 4, Nodes: []discovery.Node{node(1), node(2)}}
-	started := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
-	plan := move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy, From: string(from.Body()), To: string(first.Body()), Started: started, Stepped: started}
-	logs := logsOf{}
-	s := &scope{
-		Reconciler: &Reconciler{Logs: logs, Recorder: events.NewFakeRecorder(10), Now: func() time.Time { return started.Add(time.Second) },
-			Images: desired.Images{Reloader: "operator"}},
-		m: &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}, Spec: cachev1alpha1.MemcachedSpec{
-			Size: ptr.To[int32](3), KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: string(ring.Libmemcached)}}},
-	}
-	s.obs.Pods = []*owned.Pod{
-		{ObjectMeta: metav1.ObjectMeta{Name: "c-0", Namespace: "ns"}, IP: "10.0.0.1", Deleting: true},
-		{ObjectMeta: metav1.ObjectMeta{Name: "c-1", Namespace: "ns"}, IP: "10.0.0.2", Deleting: true},
-		{ObjectMeta: metav1.ObjectMeta{Name: "c-2", Namespace: "ns"}, IP: "10.0.0.3", Ready: true},
-	}
+	from := discovery.Cluster{Version: 3, Nodes: []discovery.Node{slotNode(0), slotNode(1), slotNode(2)}}
+	first := discovery.Cluster{Version: 4, Nodes: []discovery.Node{slotNode(1), slotNode(2)}}
+	s, logs := threeSlots(0, 1)
+	plan := move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy, From: string(from.Body()), To: string(first.Body()), Started: s.now(), Stepped: s.now()}
 	addrs := map[string]desired.PodAddress{"c-2": {IP: "10.0.0.3", Port: 11211}}
 	target := desired.Membership(s.m, addrs, from, s.leaving()...)
-	g.Expect(target.Nodes).To(Equal([]discovery.Node{node(2)}))
+	g.Expect(target.Nodes).To(Equal([]discovery.Node{slotNode(2)}))
 	st := membershipState{published: from, plan: &plan, from: from, to: first}
 
 	published, planned, _, err := s.moveStep(context.Background(), st, target, addrs)
@@ -60,7 +49,7 @@ func TestASecondPodDeletedDuringAHandOffJoinsItsMove(t *testing.T) {
 	g.Expect(p.ID).To(BeNumerically(">", plan.ID), "a move of its own: the pods do each move's steps once")
 	g.Expect(pTo.Version).To(Equal(p.ID))
 	g.Expect(pFrom).To(Equal(from))
-	g.Expect(pTo.Nodes).To(Equal([]discovery.Node{node(2)}))
+	g.Expect(pTo.Nodes).To(Equal([]discovery.Node{slotNode(2)}))
 
 	// Both pods said they copied from the membership they leave; the
 	// slot that stays copied nothing in the new move.
@@ -75,5 +64,73 @@ func TestASecondPodDeletedDuringAHandOffJoinsItsMove(t *testing.T) {
 	p, _, _, err = move.ParsePlan([]byte(planned))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p.Step).To(Equal(move.StepPublished))
-	g.Expect(published.Nodes).To(Equal([]discovery.Node{node(2)}))
+	g.Expect(published.Nodes).To(Equal([]discovery.Node{slotNode(2)}))
+}
+
+// A pod deleted before it was told of the membership without a slot
+// handed off just before (a second or two after its publication) hands
+// off from the membership that lists both: it leaves the other slot out,
+// as that one says it is leaving, and copies onto the slot that stays. The
+// next move, from the membership published to the one without both, counts
+// its word by the members it copied onto; copies onto other members are
+// not counted.
+func TestAPodDeletedBeforeItWasToldOfAHandOffCountsByWhereItCopied(t *testing.T) {
+	g := NewWithT(t)
+	all := discovery.Cluster{Version: 3, Nodes: []discovery.Node{slotNode(0), slotNode(1), slotNode(2)}}
+	published := discovery.Cluster{Version: 4, Nodes: []discovery.Node{slotNode(1), slotNode(2)}}
+	s, logs := threeSlots(0, 1)
+	addrs := map[string]desired.PodAddress{"c-2": {IP: "10.0.0.3", Port: 11211}}
+	target := desired.Membership(s.m, addrs, published, s.leaving()...)
+	g.Expect(target.Nodes).To(Equal([]discovery.Node{slotNode(2)}))
+	p := move.Plan{ID: target.Version, Ring: ring.Libmemcached, Step: move.StepCopy, From: string(published.Body()), To: string(target.Body()),
+		Started: s.now(), Stepped: s.now()}
+	st := membershipState{published: published, plan: &p, from: published, to: target}
+	logs["c-2"] = followerLog(t, "c-2", move.Plan{ID: p.ID, Ring: ring.Libmemcached, Step: move.StepCopy,
+		From: string(discovery.Cluster{Version: 1, Nodes: []discovery.Node{{Host: "other.c.ns.svc", IP: "10.0.0.9", Port: 11211}}}.Body()), To: p.To})
+	onto := func(c discovery.Cluster) []byte {
+		var b bytes.Buffer
+		podlog.Write(slog.New(slog.NewJSONHandler(&b, nil)), slog.LevelInfo, podlog.Step{Msg: podlog.CopiedMessage, Move: all.Version,
+			Step: move.HandOffStep, Server: slotNode(1).Host, Copied: 10, Members: move.MembersDigest(all), Onto: move.MembersDigest(c)})
+		return b.Bytes()
+	}
+
+	logs["c-1"] = onto(discovery.Cluster{Nodes: []discovery.Node{slotNode(0), slotNode(2)}})
+	_, planned, _, err := s.moveStep(context.Background(), st, target, addrs)
+	g.Expect(err).NotTo(HaveOccurred())
+	next, _, _, err := move.ParsePlan([]byte(planned))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(next.Step).To(Equal(move.StepCopy), "c-1 copied onto a slot that is leaving")
+
+	logs["c-1"] = onto(target)
+	now, planned, _, err := s.moveStep(context.Background(), st, target, addrs)
+	g.Expect(err).NotTo(HaveOccurred())
+	next, _, _, err = move.ParsePlan([]byte(planned))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(next.Step).To(Equal(move.StepPublished), "c-1 copied onto the slot that stays")
+	g.Expect(now.Nodes).To(Equal([]discovery.Node{slotNode(2)}))
+}
+
+// slotNode is the membership's node of slot k of the Memcached threeSlots
+// makes.
+func slotNode(k int) discovery.Node {
+	return discovery.Node{Host: desired.SlotHost("c", "ns", k), IP: "10.0.0." + string(rune('1'+k)), Port: 11211}
+}
+
+// threeSlots is a scope of a Memcached c of three slots that moves keys,
+// whose pods of the slots deleting are being deleted, at a moment of
+// 2026-12-07, and the pods' logs it reads.
+func threeSlots(deleting ...int) (*scope, logsOf) {
+	started := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	logs := logsOf{}
+	s := &scope{
+		Reconciler: &Reconciler{Logs: logs, Recorder: events.NewFakeRecorder(10), Now: func() time.Time { return started.Add(time.Second) },
+			Images: desired.Images{Reloader: "operator"}},
+		m: &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}, Spec: cachev1alpha1.MemcachedSpec{
+			Size: ptr.To[int32](3), KeyMoves: &cachev1alpha1.KeyMovesSpec{Ring: string(ring.Libmemcached)}}},
+	}
+	for k := range 3 {
+		s.obs.Pods = append(s.obs.Pods, &owned.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c-%d", k), Namespace: "ns"},
+			IP: slotNode(k).IP, Deleting: slices.Contains(deleting, k), Ready: !slices.Contains(deleting, k)})
+	}
+	return s, logs
 }

@@ -87,6 +87,11 @@ func (s *scope) readStepReports(ctx context.Context, p move.Plan, step string, c
 	// The follower's lines name the move: this only bounds what is read
 	// (the node's clock may be behind the operator's).
 	since := metav1.NewTime(p.Started.Add(-time.Minute))
+	// A leaving pod's copy counts when made onto the members p moves to.
+	onto := ""
+	if to, err := discovery.Parse([]byte(p.To)); err == nil && len(to.Nodes) > 0 {
+		onto = move.MembersDigest(to)
+	}
 	for _, n := range c.Nodes {
 		pod := pods[podOf(n)]
 		handingOff := pod != nil && s.handingOff(p, step, pod)
@@ -104,8 +109,9 @@ func (s *scope) readStepReports(ctx context.Context, p move.Plan, step string, c
 		if handingOff {
 			// Its hand-off's copy, of the keys of the membership it left:
 			// c, or an older version of c's members, where its mounted
-			// membership lagged.
-			said, ok = podlog.LastHandOff(log, c.Version, move.MembersDigest(c), move.HandOffStep, msg)
+			// membership lagged; or made onto p's members, where it was
+			// deleted before it was told of c.
+			said, ok = podlog.LastHandOff(log, c.Version, move.MembersDigest(c), onto, move.HandOffStep, msg)
 		}
 		switch {
 		case !ok:
