@@ -59,13 +59,7 @@ func TestASettleKeepsTheKeysALeavingPeerHandedOn(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	cancel()
-	lost := 0
-	for k := range handed {
-		if got := s.get(t, onFirst, k); got != "v-"+k {
-			lost++
-		}
-	}
-	if lost > 0 {
+	if lost := s.lost(t, onFirst, handed); lost > 0 {
 		t.Fatalf("%d of the %d keys the leaving slot handed on were deleted by the settle", lost, len(handed))
 	}
 	t.Logf("%d keys handed on, all kept", len(handed))

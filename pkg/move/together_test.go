@@ -68,6 +68,19 @@ func keysOf(r *ring.Ring, n int, servers ...string) map[string]bool {
 	return out
 }
 
+// lost counts the keys that do not read their first value, v-key, on the
+// server r gives each.
+func (s *handOffSlots) lost(t *testing.T, r *ring.Ring, keys map[string]bool) int {
+	t.Helper()
+	lost := 0
+	for k := range keys {
+		if got := s.get(t, r, k); got != "v-"+k {
+			lost++
+		}
+	}
+	return lost
+}
+
 // onlyFirst is the membership of the first slot alone, which the
 // operator publishes when the two others are handed off.
 func (s *handOffSlots) onlyFirst(t *testing.T) (discovery.Cluster, *ring.Ring) {
@@ -116,13 +129,7 @@ func TestTwoSlotsLeavingTogetherHandTheirKeysToTheSlotThatStays(t *testing.T) {
 		}
 	}
 	leaving := keysOf(s.before, n, move.Server(s.from.Nodes[1]), move.Server(s.from.Nodes[2]))
-	lost := 0
-	for k := range leaving {
-		if got := s.get(t, r, k); got != "v-"+k {
-			lost++
-		}
-	}
-	if lost > 0 {
+	if lost := s.lost(t, r, leaving); lost > 0 {
 		t.Fatalf("%d of the two leaving slots' %d keys lost", lost, len(leaving))
 	}
 }
