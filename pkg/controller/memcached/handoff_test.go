@@ -45,8 +45,7 @@ func TestADeletedPodsHandOffIsWaitedFor(t *testing.T) {
 	started := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	plan := move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy, From: string(from.Body()), To: string(to.Body()), Started: started, Stepped: started}
 	// c-0's word, as a follower that holds nothing to copy says it.
-	copied := followerLog(t, "c-0", move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy,
-		From: string(discovery.Cluster{Version: 1, Nodes: []discovery.Node{{Host: "other.c.ns.svc", IP: "10.0.0.9", Port: 11211}}}.Body()), To: plan.To})
+	copied := copiedNothing(t, "c-0", 4, plan.To)
 	elsewhere := discovery.Cluster{Version: 2, Nodes: []discovery.Node{from.Nodes[0], {Host: from.Nodes[1].Host, IP: "10.0.0.7", Port: 11211}}}
 	logs := logsOf{"c-0": copied, "c-1": handOffLog(elsewhere.Version, move.MembersDigest(elsewhere))}
 	recorder := events.NewFakeRecorder(10)

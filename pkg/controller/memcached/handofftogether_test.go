@@ -56,8 +56,7 @@ func TestASecondPodDeletedDuringAHandOffJoinsItsMove(t *testing.T) {
 	logs["c-0"] = handOffLog(from.Version, move.MembersDigest(from))
 	logs["c-1"] = handOffLog(from.Version, move.MembersDigest(from))
 	// c-2's word, as a follower that holds nothing to copy says it.
-	logs["c-2"] = followerLog(t, "c-2", move.Plan{ID: p.ID, Ring: ring.Libmemcached, Step: move.StepCopy,
-		From: string(discovery.Cluster{Version: 1, Nodes: []discovery.Node{{Host: "other.c.ns.svc", IP: "10.0.0.9", Port: 11211}}}.Body()), To: p.To})
+	logs["c-2"] = copiedNothing(t, "c-2", p.ID, p.To)
 	st = membershipState{published: from, plan: &p, from: from, to: pTo}
 	published, planned, _, err = s.moveStep(context.Background(), st, target, addrs)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -85,8 +84,7 @@ func TestAPodDeletedBeforeItWasToldOfAHandOffCountsByWhereItCopied(t *testing.T)
 	p := move.Plan{ID: target.Version, Ring: ring.Libmemcached, Step: move.StepCopy, From: string(published.Body()), To: string(target.Body()),
 		Started: s.now(), Stepped: s.now()}
 	st := membershipState{published: published, plan: &p, from: published, to: target}
-	logs["c-2"] = followerLog(t, "c-2", move.Plan{ID: p.ID, Ring: ring.Libmemcached, Step: move.StepCopy,
-		From: string(discovery.Cluster{Version: 1, Nodes: []discovery.Node{{Host: "other.c.ns.svc", IP: "10.0.0.9", Port: 11211}}}.Body()), To: p.To})
+	logs["c-2"] = copiedNothing(t, "c-2", p.ID, p.To)
 	onto := func(c discovery.Cluster) []byte {
 		var b bytes.Buffer
 		podlog.Write(slog.New(slog.NewJSONHandler(&b, nil)), slog.LevelInfo, podlog.Step{Msg: podlog.CopiedMessage, Move: all.Version,

@@ -88,6 +88,15 @@ func TestAHeldMembershipFollowsTheAddresses(t *testing.T) {
 }
 
 // logsOf is pods' logs, by pod name.
+// copiedNothing is host's word of the copy step of move id to the
+// membership to (its body), as a follower that holds none of the keys of
+// the membership the move leaves says it.
+func copiedNothing(t *testing.T, host string, id int64, to string) []byte {
+	t.Helper()
+	return followerLog(t, host, move.Plan{ID: id, Ring: ring.Libmemcached, Step: move.StepCopy,
+		From: string(discovery.Cluster{Version: 1, Nodes: []discovery.Node{{Host: "other.c.ns.svc", IP: "10.0.0.9", Port: 11211}}}.Body()), To: to})
+}
+
 type logsOf map[string][]byte
 
 func (l logsOf) Read(_ context.Context, _, pod string, _ *corev1.PodLogOptions) ([]byte, error) {
@@ -105,8 +114,7 @@ func copyOfTwoSlots(t *testing.T) (st membershipState, to discovery.Cluster, cop
 	started := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	plan := move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy, From: string(from.Body()), To: string(to.Body()), Started: started, Stepped: started}
 	// A follower that holds none of from's keys copies nothing and says so.
-	copied = followerLog(t, "c-0", move.Plan{ID: 4, Ring: ring.Libmemcached, Step: move.StepCopy,
-		From: string(discovery.Cluster{Version: 1, Nodes: []discovery.Node{{Host: "other.c.ns.svc", IP: "10.0.0.9", Port: 11211}}}.Body()), To: plan.To})
+	copied = copiedNothing(t, "c-0", 4, plan.To)
 	return membershipState{published: from, plan: &plan, from: from, to: to}, to, copied
 }
 
