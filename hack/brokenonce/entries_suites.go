@@ -233,7 +233,7 @@ var suiteEntries = []entry{
 	{"a pod deleted before it was told of a hand-off is counted by where it copied", "pkg/controller/memcached/movereports.go",
 		"\t\tonto = move.MembersDigest(to)\n", "\t\t_ = to\n",
 		"./pkg/controller/memcached", "", "TestAPodDeletedBeforeItWasToldOfAHandOffCountsByWhereItCopied"},
-	{"a settle keeps the keys a leaving peer handed on", "pkg/move/follow.go",
-		"report(f.settleKeys(ctx, &mover, p, to, f.withoutLeaving(ctx, p.Ring, to, after)))", "report(f.settleKeys(ctx, &mover, p, to, after))",
-		"./pkg/move", "integration", "TestASettleKeepsTheKeysALeavingPeerHandedOn"},
+	{"a hand-off copies again once a move ran since the membership it left", "pkg/move/handoff.go",
+		"\tif published > from.Version+1 {", "\tif false && published > from.Version+1 {",
+		"./pkg/move", "integration", "TestAHandOffCopiesAgainWhatAMoveBetweenSettled"},
 }

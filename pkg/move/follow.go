@@ -129,8 +129,8 @@ type Follower struct {
 	// certificate); nil: Mover.Dial(address). The pod's own memcached is
 	// reached with Mover.Dial(Local).
 	DialPeer func(ctx context.Context, address, host string) (net.Conn, error)
-	// EndpointPort is the peers' discovery port, where a hand-off and a
-	// settle ask them whether they are leaving (0: not asked).
+	// EndpointPort is the peers' discovery port, where a hand-off asks
+	// them whether they are leaving.
 	EndpointPort int
 	// Poll is how often PlanFile is read (1 s if 0).
 	Poll time.Duration
@@ -192,7 +192,7 @@ func (f *Follower) step(ctx context.Context) {
 		f.moveLeaves(f.leaves(from, to))
 		report(f.copyKeys(ctx, &mover, from, after))
 	} else {
-		report(f.settleKeys(ctx, &mover, p, to, f.withoutLeaving(ctx, p.Ring, to, after)))
+		report(f.settleKeys(ctx, &mover, p, to, after))
 	}
 }
 

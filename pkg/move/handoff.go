@@ -110,10 +110,14 @@ func (l *Leaver) HandOff(ctx context.Context) {
 	}
 	l.report(podlog.Step{Msg: podlog.CopiedMessage, Move: from.Version, Server: self, Listed: res.Listed, Leaving: res.Leaving,
 		Copied: res.Copied, Present: res.Present, Gone: res.Gone, Seconds: time.Since(start).Seconds()})
-	if !l.awaitPublication(ctx, from, self) {
+	published, ok := l.awaitPublication(ctx, from, self)
+	if !ok {
 		l.takeBack(ctx, &mover, res.Ledger, from.Version, self,
 			fmt.Sprintf("no peer served the membership without this slot within %s", l.PublicationWait))
 		return
+	}
+	if published > from.Version+1 {
+		res = l.copyAgain(ctx, &mover, res, self, after)
 	}
 	select {
 	case <-ctx.Done():
@@ -170,30 +174,53 @@ func (l *Leaver) membership() (discovery.Cluster, error) {
 	return discovery.Parse(body)
 }
 
-// awaitPublication tells whether a peer of from serves, within
-// PublicationWait, a membership newer than from that does not list self.
-func (l *Leaver) awaitPublication(ctx context.Context, from discovery.Cluster, self string) bool {
+// awaitPublication waits, within PublicationWait, until a peer of from
+// serves a membership newer than from that does not list self, and
+// returns its version; ok is false if none did.
+func (l *Leaver) awaitPublication(ctx context.Context, from discovery.Cluster, self string) (version int64, ok bool) {
 	ctx, cancel := context.WithTimeout(ctx, l.PublicationWait)
 	defer cancel()
 	for {
 		for _, n := range from.Nodes {
-			if Server(n) != self && l.serves(ctx, n, from.Version, self) {
-				return true
+			if Server(n) == self {
+				continue
+			}
+			if v, ok := l.serves(ctx, n, from.Version, self); ok {
+				return v, true
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return false
+			return 0, false
 		case <-time.After(cmp.Or(l.Poll, time.Second)):
 		}
 	}
 }
 
 // serves tells whether the endpoint of n serves a membership newer than
-// version that does not list self.
-func (l *Leaver) serves(ctx context.Context, n discovery.Node, version int64, self string) bool {
-	return l.Follower.says(ctx, n, func(conn io.ReadWriter) (bool, error) {
+// version that does not list self, and the version it serves.
+func (l *Leaver) serves(ctx context.Context, n discovery.Node, version int64, self string) (served int64, ok bool) {
+	ok = l.Follower.says(ctx, n, func(conn io.ReadWriter) (bool, error) {
 		c, err := discovery.Ask(conn)
+		served = c.Version
 		return c.Version > version && !slices.ContainsFunc(c.Nodes, func(m discovery.Node) bool { return Server(m) == self }), err
 	})
+	return served, ok
+}
+
+// copyAgain copies self's keys to after once more, its copies so far res,
+// once a membership is published that is not the next after the one this
+// pod left: another move ran between them (a slot handed off just before
+// this pod was told of it), and its settle, on the slots that stay, deleted
+// the copies this pod had made there of keys its membership gave another
+// slot. A key still there, as copied or written since by a client of the
+// membership published, is kept; a failure leaves the copies as they are,
+// since the clients already read where they were made.
+func (l *Leaver) copyAgain(ctx context.Context, mover *Mover, res CopyResult, self string, after *ring.Ring) CopyResult {
+	again, err := mover.Copy(ctx, self, after)
+	if err != nil {
+		l.Follower.Log.Error("copying the keys again", "error", err.Error())
+	}
+	l.Follower.Log.Info("copied the keys again: a move ran since the membership left", "copied", again.Copied, "present", again.Present)
+	return res.then(again, nil, after)
 }

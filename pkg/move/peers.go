@@ -5,42 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/example/memcached-operator/pkg/discovery"
-	"github.com/example/memcached-operator/pkg/ring"
 )
-
-// withoutLeaving is the ring a settle of the move to to holds this server
-// to: after, to's, or, when peers of to say they are leaving, the ring of
-// to without them. A pod deleted before it was told of the move (its
-// mounted membership lists a slot handed off just before) hands its keys
-// onto the membership without itself and that slot, which the operator's
-// next move publishes: the keys it sent here that to gives it are where
-// that move needs them, and deleting them here, as to's ring would, loses
-// them.
-func (f *Follower) withoutLeaving(ctx context.Context, hash ring.Hash, to discovery.Cluster, after *ring.Ring) *ring.Ring {
-	self, ok := f.self(to)
-	if !ok || f.EndpointPort == 0 {
-		return after
-	}
-	gone := map[string]bool{self: true}
-	leaving := f.peersLeaving(ctx, to, gone)
-	if len(leaving) == 0 {
-		return after
-	}
-	stay := slices.DeleteFunc(Servers(to), func(s string) bool { return slices.Contains(leaving, s) })
-	r, err := ring.New(hash, stay)
-	if err != nil {
-		return after
-	}
-	f.Log.Info("settling without the slots leaving", "leaving", leaving)
-	return r
-}
 
 // peersLeaving asks each server of from not gone whether it is leaving, at
 // once, and returns those that say so. One that does not answer is not
